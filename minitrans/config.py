@@ -1,0 +1,332 @@
+"""Typed configuration: the dataclass schemas behind ``conf/``, and their validation.
+
+Hydra composes YAML files over these schemas (registered in its ConfigStore by
+:func:`register_configs`), so a misspelt key or a wrong type fails at start. Values that
+are well-typed but impossible (``num_heads=0``, a dropout of 1.5) are refused by each
+schema's ``__post_init__`` with a :class:`ConfigError` naming the key. Library code receives
+these dataclasses, never a ``DictConfig``; this module and ``scripts/`` are the only places
+that import Hydra.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any
+
+from omegaconf import MISSING
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot work; the message names the key."""
+
+
+def _check(condition: bool, key: str, problem: str) -> None:
+    if not condition:
+        raise ConfigError(f"{key}: {problem}")
+
+
+def _check_dropout(key: str, value: float) -> None:
+    _check(0.0 <= value < 1.0, key, f"must be in [0, 1), got {value}")
+
+
+@dataclass
+class TransformerConfig:
+    kind: str = "transformer"
+    d_model: int = 256
+    num_heads: int = 4
+    d_k: int | None = None  # per-head key/query width; None -> d_model // num_heads
+    d_v: int | None = None  # per-head value width; None -> d_k
+    d_ff: int = 1024
+    num_encoder_layers: int = 3
+    num_decoder_layers: int = 3
+    dropout: float = 0.1
+    norm_first: bool = True  # pre-norm; False gives the original post-norm
+    max_len: int = 256  # positions the model can take, source or target
+    share_embeddings: bool = True  # one embedding table for source and target (needs a joint vocabulary)
+    tie_output: bool = True  # output projection shares the target embedding
+
+    def __post_init__(self) -> None:
+        _check(self.kind == "transformer", "model.kind", f"expected 'transformer', got {self.kind!r}")
+        for key in ("d_model", "num_heads", "d_ff", "num_encoder_layers", "num_decoder_layers", "max_len"):
+            _check(getattr(self, key) > 0, f"model.{key}", f"must be positive, got {getattr(self, key)}")
+        if self.d_k is None:
+            _check(
+                self.d_model % self.num_heads == 0,
+                "model.num_heads",
+                f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
+                "pick another head count or set model.d_k explicitly",
+            )
+        for key in ("d_k", "d_v"):
+            value = getattr(self, key)
+            _check(value is None or value > 0, f"model.{key}", f"must be positive, got {value}")
+        _check(self.d_model % 2 == 0, "model.d_model", "must be even for sinusoidal positions")
+        _check_dropout("model.dropout", self.dropout)
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_k or self.d_model // self.num_heads
+
+
+@dataclass
+class RNNConfig:
+    kind: str = "rnn"  # "rnn": fixed context C; "rnn_attention": additive attention
+    d_embed: int = 256
+    d_hidden: int = 512
+    num_layers: int = 1
+    bidirectional: bool = True
+    dropout: float = 0.1
+    tie_embeddings: bool = False
+    d_attention: int | None = None  # rnn_attention only; None -> d_hidden
+    max_len: int = 256  # longest source or target the decoders are asked to handle
+
+    def __post_init__(self) -> None:
+        _check(
+            self.kind in ("rnn", "rnn_attention"), "model.kind", f"expected 'rnn' or 'rnn_attention', got {self.kind!r}"
+        )
+        for key in ("d_embed", "d_hidden", "num_layers", "max_len"):
+            _check(getattr(self, key) > 0, f"model.{key}", f"must be positive, got {getattr(self, key)}")
+        _check(self.d_attention is None or self.d_attention > 0, "model.d_attention", "must be positive")
+        _check_dropout("model.dropout", self.dropout)
+
+
+@dataclass
+class DataConfig:
+    name: str = "generated"  # "generated" (embedded grammar) or "multi30k"
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    root: str | None = None  # multi30k: folder of prepared files; None -> data/multi30k
+    train_split: str = "train"
+    valid_split: str = "valid"
+    test_splits: list[str] = field(default_factory=lambda: ["test"])
+    # generated corpus sizes
+    num_train: int = 30000
+    num_valid: int = 500
+    num_test: int = 1000
+    min_words: int = 4
+    max_words: int = 55
+    corpus_seed: int = 1234
+    # tokenizer
+    vocab_size: int = 2000
+    spm_model_type: str = "unigram"  # sentencepiece: unigram or bpe
+    joint_vocab: bool = True  # one vocabulary for both languages
+    max_tokens: int = 128  # training pairs longer than this (in subwords) are dropped
+    cache_dir: str = "~/.cache/minitrans"  # sentencepiece models and tokenised corpora
+
+    def __post_init__(self) -> None:
+        _check(self.name in ("generated", "multi30k"), "data.name", f"unknown corpus {self.name!r}")
+        _check(self.src_lang != self.tgt_lang, "data.tgt_lang", "source and target languages are the same")
+        for key in ("num_train", "num_valid", "num_test", "vocab_size", "max_tokens"):
+            _check(getattr(self, key) > 0, f"data.{key}", f"must be positive, got {getattr(self, key)}")
+        _check(0 < self.min_words <= self.max_words, "data.min_words", "need 0 < min_words <= max_words")
+        _check(self.spm_model_type in ("unigram", "bpe"), "data.spm_model_type", "must be 'unigram' or 'bpe'")
+        _check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
+
+
+@dataclass
+class TrainerConfig:
+    max_steps: int = 3000  # optimizer steps; the run also stops at max_minutes
+    max_minutes: float | None = None  # wall-clock budget for training (not evaluation)
+    batch_tokens: int = 4096  # source + target subwords per batch, before padding
+    lr: float = 1e-3  # peak learning rate, reached after warmup_steps
+    warmup_steps: int = 400
+    min_lr_ratio: float = 0.0  # floor of the inverse-square-root decay, as a fraction of lr
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
+    weight_decay: float = 0.0
+    label_smoothing: float = 0.1
+    clip_grad_norm: float = 1.0
+    eval_every: int = 500  # steps between validations
+    eval_sentences: int = 200  # validation sentences translated for BLEU at each validation
+    log_every: int = 50
+    sample_sentences: int = 3  # fixed validation sentences shown as translations and attention maps
+    beam_size: int = 1  # for the final test evaluation; 1 = greedy
+    length_penalty: float = 0.6
+    max_output_ratio: float = 1.5  # output length limit: ratio * source length + 10
+    average_last: int = 1  # average the weights of the last N checkpoints for the final model
+    device: str = "auto"  # auto | cpu | cuda | mps
+    num_threads: int | None = None  # torch intra-op threads; None -> torch's default
+    compile: bool = False  # torch.compile the model
+    max_bad_steps: int = 10  # consecutive non-finite steps before training stops
+    resume: bool = True  # continue from the run folder's last checkpoint if there is one
+    progress: bool = True  # tqdm progress bar
+
+    def __post_init__(self) -> None:
+        for key in (
+            "max_steps",
+            "batch_tokens",
+            "eval_every",
+            "log_every",
+            "beam_size",
+            "average_last",
+            "max_bad_steps",
+        ):
+            _check(getattr(self, key) > 0, f"trainer.{key}", f"must be positive, got {getattr(self, key)}")
+        _check(self.lr > 0, "trainer.lr", f"must be positive, got {self.lr}")
+        _check(self.warmup_steps >= 0, "trainer.warmup_steps", "must be >= 0")
+        _check(0.0 <= self.label_smoothing < 1.0, "trainer.label_smoothing", "must be in [0, 1)")
+        _check(
+            len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "trainer.betas", "need two values in [0, 1)"
+        )
+        _check(self.device in ("auto", "cpu", "cuda", "mps"), "trainer.device", f"unknown device {self.device!r}")
+        _check(self.max_minutes is None or self.max_minutes > 0, "trainer.max_minutes", "must be positive")
+
+
+@dataclass
+class TrainConfig:
+    model: Any = MISSING  # typed by the chosen model/*.yaml, which extends a schema below
+    data: DataConfig = field(default_factory=DataConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    seed: int = 0
+    name: str | None = None  # a label for the run in summaries and comparisons; None -> model kind
+
+
+MODEL_SCHEMAS = {"transformer": TransformerConfig, "rnn": RNNConfig, "rnn_attention": RNNConfig}
+
+
+def register_configs() -> None:
+    """Register the schemas with Hydra's ConfigStore; YAML files extend them by name."""
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    store.store(name="train_schema", node=TrainConfig)
+    store.store(group="model", name="transformer_schema", node=TransformerConfig)
+    store.store(group="model", name="rnn_schema", node=RNNConfig)
+    store.store(group="data", name="data_schema", node=DataConfig)
+    store.store(group="trainer", name="trainer_schema", node=TrainerConfig)
+
+
+def to_dataclass(cfg: Any) -> TrainConfig:
+    """A composed ``DictConfig`` -> a validated :class:`TrainConfig` (raises ConfigError)."""
+    from omegaconf import OmegaConf
+
+    train_cfg = OmegaConf.to_object(cfg)
+    _reject_unknown_keys(
+        OmegaConf.to_container(cfg, resolve=False), asdict(train_cfg) | {"model": _as_dict(train_cfg.model)}
+    )
+    if isinstance(train_cfg.model, dict):  # an untyped model node: type it by its kind
+        kind = train_cfg.model.get("kind", "transformer")
+        if kind not in MODEL_SCHEMAS:
+            raise ConfigError(f"model.kind: unknown model {kind!r}; choose one of {sorted(MODEL_SCHEMAS)}")
+        train_cfg.model = MODEL_SCHEMAS[kind](**train_cfg.model)
+    return train_cfg
+
+
+def _as_dict(value: Any) -> Any:
+    return asdict(value) if is_dataclass(value) else value
+
+
+def _reject_unknown_keys(given: dict, known: dict, prefix: str = "") -> None:
+    """OmegaConf.to_object silently drops keys a schema lacks (e.g. added with ``+key=``)."""
+    for key, value in given.items():
+        if key not in known:
+            raise ConfigError(f"{prefix}{key}: unknown key (the schema has no such field; check for a typo)")
+        if isinstance(value, dict) and isinstance(known[key], dict):
+            _reject_unknown_keys(value, known[key], f"{prefix}{key}.")
+
+
+def model_from_dict(values: dict) -> TransformerConfig | RNNConfig:
+    """Rebuild a model config saved in a checkpoint."""
+    return MODEL_SCHEMAS[values.get("kind", "transformer")](**values)
+
+
+# -- checking a command line before Hydra runs it -------------------------------------------
+_HYDRA_FLAGS_WITH_VALUE = {
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--package",
+    "-p",
+    "--shell-completion",
+    "-sc",
+    "--cfg",
+    "-c",
+    "--info",
+    "--experimental-rerun",
+}
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), "invalid configuration")
+
+
+def _explain(error: BaseException, key: str | None) -> str:
+    """One line naming the key and the problem, from Hydra's / OmegaConf's exception chain."""
+    import dataclasses
+    import difflib
+
+    from omegaconf.errors import OmegaConfBaseException
+
+    cause = error
+    while (cause.__cause__ or cause.__context__) is not None and not isinstance(cause, OmegaConfBaseException):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, OmegaConfBaseException):
+        full_key = getattr(cause, "full_key", None) or key or "config"
+        message = _first_line(getattr(cause, "msg", None) or cause)
+        object_type = getattr(cause, "object_type", None)
+        bad_key = getattr(cause, "key", None)
+        if "not in" in message and dataclasses.is_dataclass(object_type) and bad_key is not None:
+            names = [f.name for f in dataclasses.fields(object_type)]
+            close = difflib.get_close_matches(str(bad_key), names, n=1)
+            hint = f"; did you mean {'.'.join([*full_key.split('.')[:-1], close[0]])!r}?" if close else ""
+            return f"{full_key}: unknown key (not in {object_type.__name__}){hint}"
+        return f"{full_key}: {message}"
+    return f"{key + ': ' if key else ''}{_first_line(error)}"
+
+
+def check_command_line(args: list[str], config_dir: str, config_name: str = "train") -> str | None:
+    """Compose the configuration a command line asks for, as Hydra will, and return a
+    one-line description of the first problem (unknown key, wrong type, impossible value),
+    or None. In a sweep (``-m``) the first value of each swept key is checked for keys and
+    types only: an impossible combination is refused later, by its own job."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    is_multirun = any(arg in ("-m", "--multirun") for arg in args)
+    overrides, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg.startswith("-"):
+            skip = arg in _HYDRA_FLAGS_WITH_VALUE and "=" not in arg
+            continue
+        if arg.lstrip("+~").startswith("hydra"):
+            continue
+        overrides.append(arg)
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as error:  # Hydra will report syntax errors in its own words
+        return _first_line(error)
+    plain = []
+    for override in parsed:
+        if override.is_sweep_override():
+            first = next(iter(override.sweep_string_iterator()), None)
+            if first is None:
+                continue
+            plain.append(f"{override.get_key_element()}={first}")
+        else:
+            plain.append(override.input_line)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+            cfg = compose(config_name=config_name, overrides=plain)
+    except Exception as error:
+        key = None
+        for line in plain:
+            if f"'{line.split('=')[0].lstrip('+~')}" in str(error) or line.split("=")[0].lstrip("+~") in str(error):
+                key = line.split("=")[0].lstrip("+~")
+        return _explain(error, key)
+    finally:
+        GlobalHydra.instance().clear()
+    if is_multirun:
+        return None
+    try:
+        to_dataclass(cfg)
+    except ConfigError as error:
+        return str(error)
+    except Exception as error:
+        return _explain(error, None)
+    return None

@@ -1,0 +1,90 @@
+"""Batches by token count with length bucketing, so padding stays small.
+
+Sentences are sorted by length (random tie-breaks), cut greedily into batches whose padded
+size stays within ``batch_tokens``, and the batch order is shuffled. Everything depends only
+on ``(seed, epoch)``, so a resumed run can replay an epoch and skip the batches it has done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+
+@dataclass
+class Batch:
+    src: Tensor  # (B, S) source ids ending in EOS, right-padded
+    tgt_in: Tensor  # (B, T) BOS + target ids
+    tgt_out: Tensor  # (B, T) target ids + EOS; PAD where there is no target
+    num_tgt_tokens: int
+
+    def to(self, device: torch.device) -> Batch:
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.num_tgt_tokens)
+
+
+def collate(src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]) -> Batch:
+    """Pad a batch: ids as produced by the tokenizer (source with EOS, target without)."""
+    size = len(src_ids)
+    src = torch.full((size, max(map(len, src_ids))), PAD_ID, dtype=torch.long)  # (B, S)
+    tgt_len = max(map(len, tgt_ids)) + 1
+    tgt_in = torch.full((size, tgt_len), PAD_ID, dtype=torch.long)  # (B, T)
+    tgt_out = torch.full((size, tgt_len), PAD_ID, dtype=torch.long)  # (B, T)
+    for row, (s, t) in enumerate(zip(src_ids, tgt_ids)):
+        src[row, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+        tgt_in[row, : len(t) + 1] = torch.as_tensor([BOS_ID, *t], dtype=torch.long)
+        tgt_out[row, : len(t) + 1] = torch.as_tensor([*t, EOS_ID], dtype=torch.long)
+    return Batch(src, tgt_in, tgt_out, sum(len(t) + 1 for t in tgt_ids))
+
+
+class TokenBatchSampler:
+    """Index batches of at most ``batch_tokens`` padded source+target tokens."""
+
+    def __init__(
+        self,
+        src_lengths: Sequence[int],
+        tgt_lengths: Sequence[int],
+        batch_tokens: int,
+        seed: int = 0,
+        shuffle: bool = True,
+    ) -> None:
+        self.src_lengths = np.asarray(src_lengths, dtype=np.int64)
+        self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64) + 1  # EOS / BOS
+        self.batch_tokens, self.seed, self.shuffle = batch_tokens, seed, shuffle
+        longest = int((self.src_lengths + self.tgt_lengths).max(initial=0))
+        if longest > batch_tokens:
+            raise ValueError(f"batch_tokens={batch_tokens} is smaller than the longest pair ({longest} tokens)")
+
+    def batches(self, epoch: int = 0) -> list[list[int]]:
+        rng = np.random.default_rng([self.seed, epoch])
+        tiebreak = rng.permutation(len(self.src_lengths)) if self.shuffle else np.arange(len(self.src_lengths))
+        order = np.lexsort((tiebreak, self.tgt_lengths, self.src_lengths))
+        batches, current, max_src, max_tgt = [], [], 0, 0
+        for index in order.tolist():
+            new_src = max(max_src, int(self.src_lengths[index]))
+            new_tgt = max(max_tgt, int(self.tgt_lengths[index]))
+            if current and (len(current) + 1) * (new_src + new_tgt) > self.batch_tokens:
+                batches.append(current)
+                current, new_src, new_tgt = [], int(self.src_lengths[index]), int(self.tgt_lengths[index])
+            current.append(index)
+            max_src, max_tgt = new_src, new_tgt
+        if current:
+            batches.append(current)
+        if self.shuffle:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        return batches
+
+
+def padding_fraction(batches: Sequence[Sequence[int]], src_lengths, tgt_lengths) -> float:
+    """Share of padded positions among all source+target positions of these batches."""
+    src_lengths, tgt_lengths = np.asarray(src_lengths), np.asarray(tgt_lengths) + 1
+    real = padded = 0
+    for batch in batches:
+        real += int(src_lengths[batch].sum() + tgt_lengths[batch].sum())
+        padded += len(batch) * int(src_lengths[batch].max() + tgt_lengths[batch].max())
+    return 1.0 - real / max(padded, 1)

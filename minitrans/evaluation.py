@@ -1,0 +1,58 @@
+"""Validation loss and translation quality of a model on a tokenised split."""
+
+from __future__ import annotations
+
+import datasets
+import torch
+import torch.nn.functional as F
+
+from minitrans.data.batching import TokenBatchSampler, collate
+from minitrans.interface import Seq2SeqModel
+from minitrans.metrics import bleu_by_length, corpus_scores
+from minitrans.tokenizer import PAD_ID
+from minitrans.translate import Translator
+
+
+def token_loss(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Summed cross-entropy over real target tokens: logits (B, T, V), tgt_out (B, T)."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(),
+        tgt_out.reshape(-1),
+        ignore_index=PAD_ID,
+        label_smoothing=label_smoothing,
+        reduction="sum",
+    )
+
+
+@torch.no_grad()
+def validation_loss(model: Seq2SeqModel, split: datasets.Dataset, batch_tokens: int, device: torch.device) -> float:
+    """Mean per-token cross-entropy (no label smoothing) under teacher forcing."""
+    was_training = model.training
+    model.eval()
+    src_ids, tgt_ids = split["src_ids"], split["tgt_ids"]
+    sampler = TokenBatchSampler(list(map(len, src_ids)), list(map(len, tgt_ids)), batch_tokens, shuffle=False)
+    total, tokens = 0.0, 0
+    for indices in sampler.batches():
+        batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
+        total += float(token_loss(model(batch.src, batch.tgt_in), batch.tgt_out))
+        tokens += batch.num_tgt_tokens
+    model.train(was_training)
+    return total / max(tokens, 1)
+
+
+def evaluate_split(
+    translator: Translator,
+    split: datasets.Dataset,
+    limit: int | None = None,
+    with_buckets: bool = False,
+    **options,
+) -> tuple[dict, list[str]]:
+    """Translate (the first ``limit`` sentences of) a split and score it with sacrebleu."""
+    rows = split if limit is None else split.select(range(min(limit, len(split))))
+    hyp_ids = translator.translate_encoded(rows["src_ids"], **options)
+    hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
+    scores = corpus_scores(hypotheses, rows["tgt"])
+    if with_buckets:
+        scores["by_length"] = bleu_by_length(rows["src"], hypotheses, rows["tgt"])
+    scores["sentences"] = len(hypotheses)
+    return scores, hypotheses
