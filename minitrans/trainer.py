@@ -30,6 +30,7 @@ from minitrans.data import TokenBatchSampler, collate, load_corpus, tokenize_cor
 from minitrans.evaluation import evaluate_split, token_loss, validation_loss
 from minitrans.interface import count_parameters
 from minitrans.models import build_model
+from minitrans.tblog import log_hparams, log_validation_samples
 from minitrans.tokenizer import Tokenizer
 from minitrans.translate import Translator
 from minitrans.utils import get_rng_state, pick_device, seed_everything, set_rng_state
@@ -211,9 +212,8 @@ class Trainer:
             self.writer.add_scalar("valid/loss", loss, step)
             self.writer.add_scalar("valid/bleu", scores["bleu"], step)
             self.writer.add_scalar("valid/chrf", scores["chrf"], step)
-            for i in range(min(tcfg.sample_sentences, len(hyps))):
-                text = f"**source:** {valid[i]['src']}  \n**reference:** {valid[i]['tgt']}  \n**hypothesis:** {hyps[i]}"
-                self.writer.add_text(f"samples/{i}", text, step)
+            count = min(tcfg.sample_sentences, len(hyps))
+            log_validation_samples(self.writer, self.translator, valid.select(range(count)), hyps[:count], step)
         return metrics
 
     # -- the loop ------------------------------------------------------------------------
@@ -352,6 +352,7 @@ class Trainer:
             "config": asdict(cfg),
         }
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        log_hparams(self.writer, cfg, self.num_params, summary)
         self.writer.close()
         return summary
 

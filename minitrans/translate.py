@@ -10,7 +10,7 @@ import torch
 
 from minitrans.data.batching import collate
 from minitrans.decoding import translate_ids
-from minitrans.interface import Seq2SeqModel
+from minitrans.interface import AttentionMaps, Seq2SeqModel
 from minitrans.tokenizer import Tokenizer
 
 
@@ -75,6 +75,24 @@ class Translator:
             start = end
         self.model.train(was_training)
         return outputs
+
+    @torch.no_grad()
+    def attention_maps(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> AttentionMaps:
+        """Every attention map of the model for one sentence pair, by teacher forcing the given
+        target (e.g. a translation the model produced, greedy or beam).
+
+        Returns ``{kind: [per-layer (H, Lq, Lk)]}``. Source axes are ``src_ids`` (with EOS);
+        decoder query rows are the decoder inputs ``[BOS] + tgt_ids``, whose row t predicts
+        output token t of ``tgt_ids + [EOS]``.
+        """
+        was_training = self.model.training
+        self.model.eval()
+        src = torch.as_tensor([list(src_ids)], dtype=torch.long, device=self.device)  # (1, S)
+        tgt_in = torch.as_tensor([[self.tokenizer.bos_id, *tgt_ids]], dtype=torch.long, device=self.device)  # (1, T)
+        enc, enc_maps = self.model.encode(src, need_weights=True)
+        _, dec_maps = self.model.decode(enc, tgt_in, need_weights=True)
+        self.model.train(was_training)
+        return {kind: [layer[0].cpu() for layer in layers] for kind, layers in {**enc_maps, **dec_maps}.items()}
 
     def translate(self, sentences: Sequence[str], beam: int = 1, **options) -> list[str]:
         """One output line per input sentence; empty or blank input gives an empty output."""
