@@ -13,7 +13,8 @@ import hashlib
 import io
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import sentencepiece as spm
@@ -21,8 +22,13 @@ import sentencepiece as spm
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 
-def _train_model(texts: Iterable[str], vocab_size: int, model_type: str) -> bytes:
+def _train_model(texts: Sequence[str], vocab_size: int, model_type: str) -> bytes:
     """Train one SentencePiece model in memory and return its serialized proto."""
+    # Every character and the 256 byte pieces need a slot; a smaller request is raised to that.
+    smallest = 4 + 256 + len(set().union(*map(set, texts)))
+    if vocab_size < smallest:
+        warnings.warn(f"vocab_size={vocab_size} cannot hold the corpus' characters and byte pieces; using {smallest}")
+        vocab_size = smallest
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts),

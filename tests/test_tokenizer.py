@@ -1,0 +1,53 @@
+"""SentencePiece tokenizer: special ids, round trips, byte fallback, caching, checkpoint state."""
+
+from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+
+EN = ["the big dog sees the man .", "a small cat sleeps .", "the woman reads a book ."] * 20
+DE = ["der große Hund sieht den Mann .", "eine kleine Katze schläft .", "die Frau liest ein Buch ."] * 20
+
+
+def test_special_ids_and_round_trip():
+    tok = Tokenizer.train(EN, DE, vocab_size=300)
+    assert (tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id) == (PAD_ID, UNK_ID, BOS_ID, EOS_ID) == (0, 1, 2, 3)
+    src = tok.encode_src(["the big dog"])[0]
+    assert src[-1] == EOS_ID and EOS_ID not in src[:-1]
+    tgt = tok.encode_tgt(["die große Katze schläft ."])[0]
+    assert BOS_ID not in tgt and EOS_ID not in tgt
+    assert tok.decode_tgt([BOS_ID, *tgt, EOS_ID, 17, 18]) == "die große Katze schläft ."
+
+
+def test_unseen_characters_fall_back_to_bytes():
+    tok = Tokenizer.train(EN, DE, vocab_size=300)
+    text = "der Hund ☃ 漢字"
+    ids = tok.encode_tgt([text])[0]
+    assert UNK_ID not in ids
+    assert tok.decode_tgt(ids) == text
+    assert any(piece.startswith("<0x") for piece in tok.tgt_pieces(ids))
+
+
+def test_empty_sentence_is_just_eos():
+    tok = Tokenizer.train(EN, DE, vocab_size=300)
+    assert tok.encode_src([""]) == [[EOS_ID]]
+
+
+def test_cache_is_keyed_by_corpus_and_settings(tmp_path):
+    first = Tokenizer.train(EN, DE, vocab_size=300, cache_dir=tmp_path)
+    cached = list((tmp_path / "spm").iterdir())
+    assert len(cached) == 1
+    again = Tokenizer.train(EN, DE, vocab_size=300, cache_dir=tmp_path)
+    assert again.src_proto == first.src_proto
+    Tokenizer.train(EN, DE, vocab_size=250, cache_dir=tmp_path)
+    Tokenizer.train(EN[:30], DE, vocab_size=300, cache_dir=tmp_path)
+    assert len(list((tmp_path / "spm").iterdir())) == 3
+
+
+def test_separate_vocabularies_and_state_round_trip(tmp_path):
+    tok = Tokenizer.train(EN, DE, vocab_size=300, joint=False)
+    assert not tok.is_joint and tok.src_proto != tok.tgt_proto
+    restored = Tokenizer.from_state(tok.to_state())
+    assert restored.encode_tgt(DE[:3]) == tok.encode_tgt(DE[:3])
+    tok.save(tmp_path / "tok")
+    loaded = Tokenizer.load(tmp_path / "tok")
+    assert loaded.encode_src(EN[:3]) == tok.encode_src(EN[:3]) and not loaded.is_joint
+    joint = Tokenizer.from_state(Tokenizer.train(EN, DE, vocab_size=300).to_state())
+    assert joint.is_joint

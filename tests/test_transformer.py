@@ -1,0 +1,118 @@
+"""The Transformer's properties: causality, padding invariance, cache = recomputation, learning."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minitrans.transformer import SinusoidalPositions, Transformer
+
+PAD = 0
+
+
+def tiny(norm_first=True, **kwargs) -> Transformer:
+    torch.manual_seed(0)
+    args = dict(d_model=32, num_heads=4, d_ff=64, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0)
+    args.update(kwargs)
+    return Transformer(40, 40, PAD, norm_first=norm_first, **args).eval()
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_changing_a_future_target_token_leaves_earlier_outputs_alone(norm_first):
+    model = tiny(norm_first)
+    src = torch.randint(4, 40, (2, 7))
+    tgt = torch.randint(4, 40, (2, 6))
+    changed = tgt.clone()
+    changed[:, 4] = (changed[:, 4] + 1) % 36 + 4
+    before, after = model(src, tgt), model(src, changed)
+    torch.testing.assert_close(before[:, :4], after[:, :4])
+    assert not torch.allclose(before[:, 4:], after[:, 4:])
+
+
+@pytest.mark.parametrize("use_fused", [True, False])
+def test_padding_does_not_change_real_positions(use_fused):
+    model = tiny()
+    for module in model.modules():
+        if hasattr(module, "use_fused"):
+            module.use_fused = use_fused
+    src = torch.randint(4, 40, (1, 5))
+    tgt = torch.randint(4, 40, (1, 4))
+    alone = model(src, tgt)
+    padded_src = torch.cat([src, torch.full((1, 3), PAD)], dim=1)
+    padded_tgt = torch.cat([tgt, torch.full((1, 2), PAD)], dim=1)
+    # the same sentence in a batch with a longer one, padded on the right
+    other_src, other_tgt = torch.randint(4, 40, (1, 8)), torch.randint(4, 40, (1, 6))
+    batched = model(torch.cat([padded_src, other_src]), torch.cat([padded_tgt, other_tgt]))
+    torch.testing.assert_close(batched[0, :4], alone[0], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"d_k": 5, "d_v": 3}, {"num_heads": 3, "d_k": 8}])
+def test_cached_steps_equal_full_decoding(kwargs):
+    model = tiny(**kwargs)
+    src = torch.randint(4, 40, (3, 6))
+    src[1, 4:] = PAD
+    tgt = torch.randint(4, 40, (3, 5))
+    enc, _ = model.encode(src)
+    full, full_maps = model.decode(enc, tgt, need_weights=True)
+    cache = model.init_cache(enc)
+    for t in range(tgt.shape[1]):
+        logits, cache, maps = model.step(enc, tgt[:, t], cache, need_weights=True)
+        torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(maps["cross"][-1][:, :, 0], full_maps["cross"][-1][:, :, t], atol=1e-5, rtol=1e-5)
+
+
+def test_attention_maps_have_the_documented_shapes():
+    model = tiny(d_k=6)
+    src, tgt = torch.randint(4, 40, (2, 7)), torch.randint(4, 40, (2, 5))
+    enc, enc_maps = model.encode(src, need_weights=True)
+    _, dec_maps = model.decode(enc, tgt, need_weights=True)
+    assert [m.shape for m in enc_maps["enc_self"]] == [(2, 4, 7, 7)] * 2
+    assert [m.shape for m in dec_maps["dec_self"]] == [(2, 4, 5, 5)] * 2
+    assert [m.shape for m in dec_maps["cross"]] == [(2, 4, 5, 7)] * 2
+    assert model.encode(src)[1] == {}  # weights only when asked
+
+
+def test_shared_and_tied_embeddings():
+    model = tiny(share_embeddings=True, tie_output=True)
+    assert model.src_embed is model.tgt_embed
+    assert model.output.weight is model.tgt_embed.weight
+    untied = tiny(share_embeddings=False, tie_output=False)
+    assert untied.src_embed is not untied.tgt_embed
+    with pytest.raises(ValueError, match="joint vocabulary"):
+        Transformer(40, 50, PAD, share_embeddings=True)
+
+
+def test_positions_are_sinusoids_and_bounded():
+    positions = SinusoidalPositions(d_model=8, max_len=16)
+    table = positions(16)
+    assert table[0, 0::2].abs().max() == 0 and torch.allclose(table[0, 1::2], torch.ones(4))
+    assert torch.allclose(table[3, 0], torch.sin(torch.tensor(3.0)))
+    assert torch.allclose(positions(4, offset=5), table[5:9])
+    with pytest.raises(ValueError, match="max_len"):
+        positions(10, offset=10)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_tiny_model_overfits_one_batch(norm_first):
+    torch.manual_seed(0)
+    model = Transformer(
+        30,
+        30,
+        PAD,
+        d_model=32,
+        num_heads=4,
+        d_ff=64,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        dropout=0.0,
+        norm_first=norm_first,
+    )
+    src = torch.randint(4, 30, (4, 6))
+    tgt_out = torch.randint(4, 30, (4, 5))
+    tgt_in = torch.cat([torch.full((4, 1), 2), tgt_out[:, :-1]], dim=1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(60):
+        loss = F.cross_entropy(model(src, tgt_in).reshape(-1, 30), tgt_out.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.05, f"loss {loss.item():.3f} after 60 steps on one batch"
