@@ -27,7 +27,10 @@ def _train_model(texts: Sequence[str], vocab_size: int, model_type: str) -> byte
     # Every character and the 256 byte pieces need a slot; a smaller request is raised to that.
     smallest = 4 + 256 + len(set().union(*map(set, texts)))
     if vocab_size < smallest:
-        warnings.warn(f"vocab_size={vocab_size} cannot hold the corpus' characters and byte pieces; using {smallest}")
+        warnings.warn(
+            f"vocab_size={vocab_size} cannot hold the corpus' characters and byte pieces; using {smallest}",
+            stacklevel=3,
+        )
         vocab_size = smallest
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
