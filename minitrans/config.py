@@ -10,6 +10,7 @@ that import Hydra.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
@@ -110,7 +111,8 @@ class DataConfig:
     spm_model_type: str = "unigram"  # sentencepiece: unigram or bpe
     joint_vocab: bool = True  # one vocabulary for both languages
     max_tokens: int = 128  # training pairs longer than this (in subwords) are dropped
-    cache_dir: str = "~/.cache/minitrans"  # sentencepiece models and tokenised corpora
+    # sentencepiece models and tokenised corpora; MINITRANS_CACHE_DIR moves it
+    cache_dir: str = field(default_factory=lambda: os.environ.get("MINITRANS_CACHE_DIR", "~/.cache/minitrans"))
 
     def __post_init__(self) -> None:
         _check(self.name in ("generated", "multi30k"), "data.name", f"unknown corpus {self.name!r}")
