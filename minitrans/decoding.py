@@ -1,11 +1,17 @@
 """Greedy and beam search, written once over the shared model interface.
 
-Shape legend: B batch, K beam size, V vocabulary, t steps decoded so far.
+Shape legend: B batch, K beam size, N = B·K decoder rows, V vocabulary, L most output tokens,
+n sentences still open, W words considered per beam (2K).
 
-Both searches run incrementally by default: the model's ``step`` reuses its cache (cached
-self-attention keys and values, precomputed cross-attention keys and values, or an RNN's
-state). With ``use_cache=False`` each step re-scores the whole prefix through ``decode``,
-which is slower and must give the same output: the tests hold the two paths together.
+Both searches run incrementally by default: the model's ``step`` reuses its cache (the
+Transformer's per-layer self-attention keys and values and its cross-attention keys and values,
+computed once per sentence; an RNN's hidden state). With ``use_cache=False`` each step re-scores
+the whole prefix through ``decode``: slower, and it must give the same output, which the tests
+check for every model family.
+
+Output length: a sentence may produce at most ``max_output_ratio · source length + 10`` tokens,
+and never more than ``max_output_len``; a hypothesis still open at that limit ends there as it
+is (without EOS). PAD and BOS are never generated.
 """
 
 from __future__ import annotations
@@ -16,34 +22,57 @@ from torch import Tensor
 from minitrans.interface import Seq2SeqModel, State, select_batch
 from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
+NEG_INF = float("-inf")
+
 
 class _Stepper:
-    """Feeds one token per row and returns next-token logits, with or without the cache."""
+    """Feeds one token per decoder row and returns next-token logits, with or without the cache.
 
-    def __init__(self, model: Seq2SeqModel, enc: State, use_cache: bool) -> None:
-        self.model, self.enc, self.use_cache = model, enc, use_cache
+    With ``beam`` > 1 each sentence gets ``beam`` consecutive rows. :meth:`reorder` follows the
+    beams from step to step; with ``shrink`` it also drops the rows of finished sentences, so a
+    batch gets cheaper as its sentences finish.
+    """
 
-    def init_state(self, batch: int, device: torch.device) -> State:
+    def __init__(self, model: Seq2SeqModel, enc: State, src: Tensor, use_cache: bool, beam: int = 1) -> None:
+        self.model, self.use_cache = model, use_cache
+        rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(beam)  # (N,)
+        if use_cache:
+            cache = model.init_cache(enc)  # cross-attention keys/values: once per sentence, not per beam
+            self.state = cache if beam == 1 else select_batch(cache, rows)
+        else:
+            self.state = torch.empty(len(rows), 0, dtype=torch.long, device=src.device)  # (N, 0) prefix
+        self.enc = enc if beam == 1 else select_batch(enc, rows)
+
+    def __call__(self, tokens: Tensor) -> Tensor:
+        """tokens (N,) -> next-token logits (N, V), at least float32, PAD and BOS ruled out."""
         if self.use_cache:
-            return self.model.init_cache(self.enc)
-        return torch.empty(batch, 0, dtype=torch.long, device=device)  # (B, 0) prefix
+            logits, self.state, _ = self.model.step(self.enc, tokens, self.state)  # (N, V)
+        else:
+            self.state = torch.cat([self.state, tokens[:, None]], dim=1)  # (N, t+1)
+            logits = self.model.decode(self.enc, self.state)[0][:, -1]  # (N, V)
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        logits[:, [PAD_ID, BOS_ID]] = NEG_INF  # never valid outputs
+        return logits
 
-    def __call__(self, tokens: Tensor, state: State) -> tuple[Tensor, State]:
-        if self.use_cache:
-            logits, state, _ = self.model.step(self.enc, tokens, state)
-            return logits, state  # (B, V)
-        prefix = torch.cat([state, tokens[:, None]], dim=1)  # (B, t+1)
-        logits, _ = self.model.decode(self.enc, prefix)
-        return logits[:, -1], prefix  # (B, V)
-
-    def select(self, state: State, index: Tensor) -> State:
-        return select_batch(state, index)
+    def reorder(self, rows: Tensor, shrink: bool = False) -> None:
+        """Row i continues from row ``rows[i]``; ``shrink`` when rows of finished sentences go."""
+        self.state = select_batch(self.state, rows)
+        if shrink:
+            self.enc = select_batch(self.enc, rows)
 
 
-def output_limits(src: Tensor, max_output_ratio: float, max_len: int) -> Tensor:
-    """Per-sentence cap on generated tokens (EOS included): ratio * source length + 10."""
+def output_limits(src: Tensor, max_output_ratio: float, max_output_len: int) -> Tensor:
+    """Most tokens each sentence may generate (EOS included): ratio · source length + 10, capped."""
     src_lengths = (src != PAD_ID).sum(dim=1)  # (B,)
-    return (src_lengths * max_output_ratio + 10).long().clamp(max=max_len - 1)
+    return (src_lengths * max_output_ratio + 10).long().clamp(min=1, max=max_output_len)  # (B,)
+
+
+def _strip(ids: list[int]) -> list[int]:
+    """Output ids up to (not including) the first EOS or padding."""
+    for position, token in enumerate(ids):
+        if token in (EOS_ID, PAD_ID):
+            return ids[:position]
+    return ids
 
 
 @torch.no_grad()
@@ -51,40 +80,32 @@ def greedy_decode(
     model: Seq2SeqModel,
     src: Tensor,
     max_output_ratio: float = 1.5,
-    max_len: int = 256,
+    max_output_len: int = 255,
     use_cache: bool = True,
 ) -> list[list[int]]:
     """src (B, S) -> one list of target ids per sentence (no BOS, no EOS)."""
     enc, _ = model.encode(src)
-    batch = src.shape[0]
-    limits = output_limits(src, max_output_ratio, max_len)  # (B,)
-    stepper = _Stepper(model, enc, use_cache)
-    state = stepper.init_state(batch, src.device)
-    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)  # (B,)
-    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
-    outputs = []
-    for t in range(int(limits.max())):
-        logits, state = stepper(tokens, state)  # (B, V)
-        tokens = logits.argmax(dim=-1).masked_fill(finished, PAD_ID)  # (B,)
-        outputs.append(tokens)
-        finished |= (tokens == EOS_ID) | (t + 1 >= limits)
-        if bool(finished.all()):
+    limits = output_limits(src, max_output_ratio, max_output_len)  # (B,)
+    stepper = _Stepper(model, enc, src, use_cache)
+    outputs = src.new_full((src.shape[0], int(limits.max())), PAD_ID)  # (B, L)
+    alive = torch.arange(src.shape[0], device=src.device)  # (n,) the sentence of each decoder row
+    tokens = src.new_full((src.shape[0],), BOS_ID)  # (n,)
+    for t in range(outputs.shape[1]):
+        tokens = stepper(tokens).argmax(dim=-1)  # (n,)
+        outputs[alive, t] = tokens
+        done = (tokens == EOS_ID) | (t + 1 >= limits[alive])  # (n,)
+        if bool(done.all()):
             break
-    generated = torch.stack(outputs, dim=1).tolist()  # (B, t)
-    return [_strip(row, int(limit)) for row, limit in zip(generated, limits)]
+        if bool(done.any()):
+            keep = (~done).nonzero()[:, 0]
+            alive, tokens = alive[keep], tokens[keep]
+            stepper.reorder(keep, shrink=True)
+    return [_strip(row) for row in outputs.tolist()]
 
 
-def _strip(ids: list[int], limit: int) -> list[int]:
-    out = []
-    for token in ids[:limit]:
-        if token in (EOS_ID, PAD_ID):
-            break
-        out.append(token)
-    return out
-
-
-def length_penalty(length: int, alpha: float) -> float:
-    """GNMT's length normalisation, ((5 + length) / 6) ** alpha; alpha = 0 means raw log-prob."""
+def length_penalty(length, alpha: float):
+    """GNMT's length normalisation, ((5 + length) / 6) ** alpha; alpha = 0 means raw log-prob.
+    ``length`` may be a number or a tensor."""
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -95,84 +116,89 @@ def beam_search(
     beam_size: int = 5,
     alpha: float = 0.6,
     max_output_ratio: float = 1.5,
-    max_len: int = 256,
+    max_output_len: int = 255,
     use_cache: bool = True,
 ) -> list[list[int]]:
     """Batched beam search: src (B, S) -> the best hypothesis per sentence (no BOS/EOS).
 
-    Finished hypotheses (those that produced EOS among the top K candidates) are kept per
-    sentence with their length-normalised scores. A sentence stops when it holds K finished
-    hypotheses, or when no open beam can still beat its best finished one, or at its
-    length limit (open beams are then finished as they are). With K = 1 this is greedy search.
+    Each step takes the 2K best extensions of a sentence's K open beams. An EOS among the top
+    K of them ends a hypothesis (so beam size 1 is exactly greedy search); at the length limit
+    every top-K extension ends. All hypotheses ending at one step have the same length, so
+    only the best is compared, after length normalisation, with the sentence's best finished
+    hypothesis so far. The K best extensions that are not EOS stay open. A sentence is done at
+    its length limit, once K hypotheses have ended (as in fairseq), or as soon as no open beam
+    can beat its best finished one: log-probabilities only fall as a beam grows, so the best
+    open score, normalised at its most favourable length, bounds whatever it can still become.
+    All bookkeeping is tensor operations over the whole batch.
     """
     device, batch, k = src.device, src.shape[0], beam_size
     enc, _ = model.encode(src)
-    expand = torch.arange(batch, device=device).repeat_interleave(k)  # (B·K,)
-    stepper = _Stepper(model, select_batch(enc, expand), use_cache)
-    state = stepper.init_state(batch * k, device)
-    limits = output_limits(src, max_output_ratio, max_len).tolist()
-    scores = torch.full((batch, k), float("-inf"), device=device)
+    limits = output_limits(src, max_output_ratio, max_output_len)  # (B,)
+    stepper = _Stepper(model, enc, src, use_cache, beam=k)
+    best_score = torch.full((batch,), NEG_INF, device=device)  # best finished, length-normalised
+    best_ids = torch.full((batch, int(limits.max())), PAD_ID, dtype=torch.long, device=device)  # (B, L)
+    # The open sentences (n of them, n·K decoder rows); finished ones are dropped as they go.
+    alive = torch.arange(batch, device=device)  # (n,) original index of each open sentence
+    scores = torch.full((batch, k), NEG_INF, device=device)  # (n, K) log-probabilities of the beams
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
-    history = torch.empty(batch * k, 0, dtype=torch.long, device=device)  # (B·K, t)
-    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
-    done = [False] * batch
-    for t in range(max(limits)):
-        logits, state = stepper(tokens, state)  # (B·K, V)
-        log_probs = logits.float().log_softmax(dim=-1).view(batch, k, -1)  # (B, K, V)
-        vocab = log_probs.shape[-1]
-        candidates = (scores[:, :, None] + log_probs).view(batch, k * vocab)  # (B, K·V)
-        top_scores, top_index = candidates.topk(2 * k, dim=1)  # (B, 2K)
-        top_beam, top_token = top_index // vocab, top_index % vocab  # (B, 2K)
-        new_scores = torch.full((batch, k), float("-inf"), device=device)
-        new_beam = torch.zeros(batch, k, dtype=torch.long, device=device)
-        new_token = torch.full((batch, k), PAD_ID, dtype=torch.long, device=device)
-        cand_scores, cand_beam, cand_token = top_scores.tolist(), top_beam.tolist(), top_token.tolist()
-        for b in range(batch):
-            if done[b]:
-                continue
-            kept = 0
-            for rank in range(2 * k):
-                score, beam, token = cand_scores[b][rank], cand_beam[b][rank], cand_token[b][rank]
-                if score == float("-inf"):
-                    break
-                if token == EOS_ID:
-                    if rank < k:  # only an EOS among the top K candidates ends a hypothesis
-                        ids = history[b * k + beam].tolist()
-                        finished[b].append((score / length_penalty(len(ids) + 1, alpha), ids))
-                    continue
-                new_scores[b, kept], new_beam[b, kept], new_token[b, kept] = score, beam, token
-                kept += 1
-                if kept == k:
-                    break
-            at_limit = t + 1 >= limits[b]
-            if at_limit:  # finish the open beams as they are
-                for j in range(kept):
-                    ids = history[b * k + int(new_beam[b, j])].tolist() + [int(new_token[b, j])]
-                    finished[b].append((float(new_scores[b, j]) / length_penalty(len(ids), alpha), ids))
-            done[b] = (
-                at_limit
-                or len(finished[b]) >= k
-                or _cannot_improve(finished[b], float(new_scores[b, 0]), limits[b], alpha)
-            )
-            if done[b]:
-                new_scores[b] = float("-inf")
-        if all(done):
+    history = torch.full((batch * k, best_ids.shape[1]), PAD_ID, dtype=torch.long, device=device)  # (n·K, L)
+    num_ended = torch.zeros(batch, dtype=torch.long, device=device)  # (n,)
+    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (n·K,)
+    for t in range(best_ids.shape[1]):
+        logits = stepper(tokens)  # (n·K, V)
+        n, width = len(alive), min(2 * k, logits.shape[1])
+        # Only a row's 2K likeliest words can be among its sentence's 2K best extensions.
+        word_logits, words = logits.topk(width, dim=1)  # (n·K, W)
+        word_scores = scores.view(-1, 1) + word_logits - logits.logsumexp(dim=1, keepdim=True)  # (n·K, W)
+        top_scores, top_index = word_scores.view(n, k * width).topk(min(2 * k, k * width), dim=1)  # (n, 2K)
+        top_row = torch.arange(n, device=device)[:, None] * k + top_index // width  # (n, 2K) row extended
+        top_token = words.view(n, k * width).gather(1, top_index)  # (n, 2K)
+        is_eos = top_token == EOS_ID
+        at_limit = t + 1 >= limits[alive]  # (n,)
+
+        # Hypotheses ending now (length t + 1): the first of them in rank order is the best.
+        in_top_k = torch.arange(top_index.shape[1], device=device) < k  # (2K,)
+        ends = in_top_k & (is_eos | at_limit[:, None]) & top_scores.isfinite()  # (n, 2K)
+        num_ended += ends.sum(dim=1)
+        ended = top_scores.masked_fill(~ends, NEG_INF) / length_penalty(t + 1, alpha)  # (n, 2K)
+        new_best, pick = ended.max(dim=1)  # (n,)
+        improved = new_best > best_score[alive]  # (n,)
+        if bool(improved.any()):
+            sentences, pick = alive[improved], pick[improved]
+            best_ids[sentences, :t] = history[top_row[improved, pick], :t]
+            best_ids[sentences, t] = top_token[improved, pick]
+            best_score[sentences] = new_best[improved]
+
+        # The open beams: the K best extensions that are not EOS (at most K of the 2K are).
+        scores, pick = top_scores.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (n, K)
+        rows, tokens = top_row.gather(1, pick), top_token.gather(1, pick)  # (n, K)
+        best_open = scores[:, 0]  # (n,)
+        done = (
+            at_limit
+            | (num_ended >= k)
+            | (best_open == NEG_INF)
+            | (best_score[alive] >= best_open / _most_favourable_penalty(t, limits[alive], alpha))
+        )  # (n,)
+        if bool(done.all()):
             break
-        origin = (torch.arange(batch, device=device)[:, None] * k + new_beam).view(-1)  # (B·K,)
-        history = torch.cat([history.index_select(0, origin), new_token.view(-1, 1)], dim=1)  # (B·K, t+1)
-        state = stepper.select(state, origin)
-        tokens, scores = new_token.view(-1), new_scores
-    return [max(hyps, key=lambda item: item[0])[1] if hyps else [] for hyps in finished]
+        shrink = bool(done.any())
+        if shrink:
+            keep = (~done).nonzero()[:, 0]
+            alive, scores, num_ended = alive[keep], scores[keep], num_ended[keep]
+            rows, tokens = rows[keep], tokens[keep]
+        rows, tokens = rows.view(-1), tokens.view(-1)  # (n·K,)
+        history = history[rows]
+        history[:, t] = tokens
+        stepper.reorder(rows, shrink)
+    return [_strip(row) for row in best_ids.tolist()]
 
 
-def _cannot_improve(finished: list, best_open: float, limit: int, alpha: float) -> bool:
-    """True when the best open beam, even at its most favourable length, loses to the best
-    finished hypothesis (log-probabilities only fall as a beam grows)."""
-    if not finished or best_open == float("-inf"):
-        return bool(finished) or best_open == float("-inf")
-    best_length = limit if alpha > 0 else 1  # a longer hypothesis is divided by more
-    return max(score for score, _ in finished) >= best_open / length_penalty(best_length, alpha)
+def _most_favourable_penalty(t: int, limits: Tensor, alpha: float) -> Tensor | float:
+    """The length penalty that flatters an open beam of length t + 1 the most over the lengths it
+    can still end at (t + 2 to its limit): the longest when alpha > 0, the shortest when < 0."""
+    if alpha > 0:
+        return length_penalty(limits.float(), alpha)  # (B,)
+    return length_penalty(t + 2, alpha)
 
 
 @torch.no_grad()
@@ -182,13 +208,15 @@ def translate_ids(
     beam_size: int = 1,
     alpha: float = 0.6,
     max_output_ratio: float = 1.5,
-    max_len: int = 256,
+    max_output_len: int = 255,
     use_cache: bool = True,
 ) -> list[list[int]]:
     """Greedy when ``beam_size`` is 1, else beam search."""
+    if beam_size < 1:
+        raise ValueError(f"beam size must be at least 1, got {beam_size}")
     if beam_size == 1:
-        return greedy_decode(model, src, max_output_ratio, max_len, use_cache)
-    return beam_search(model, src, beam_size, alpha, max_output_ratio, max_len, use_cache)
+        return greedy_decode(model, src, max_output_ratio, max_output_len, use_cache)
+    return beam_search(model, src, beam_size, alpha, max_output_ratio, max_output_len, use_cache)
 
 
 __all__ = ["beam_search", "greedy_decode", "length_penalty", "output_limits", "translate_ids"]

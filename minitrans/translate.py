@@ -1,50 +1,139 @@
-"""Translator: a trained model and its tokenizer -> text, in batches sorted by length."""
+"""Translator: a trained model and its tokenizer -> text (and attention), in length-sorted batches.
+
+Input policies, one line in and one line out (the README repeats them):
+- An empty or whitespace-only sentence gives an empty translation; nothing is decoded for it.
+- A character never seen in training cannot break anything: the tokenizer's byte fallback
+  spells it as UTF-8 byte pieces (it may come out mistranslated or dropped).
+- A sentence longer than the model's ``max_len`` subwords (EOS included) is cut to its first
+  ``max_len - 1`` subwords plus EOS, with a warning naming the sentence; it still gives one output.
+- A translation never contains a line break: any the model spells out becomes a space.
+- Text read from bytes (files, stdin) is split on "\\n" only, a trailing "\\r" (CRLF) is dropped,
+  a leading byte-order mark is ignored, and invalid UTF-8 raises :class:`InputError` naming
+  the line.
+"""
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from minitrans.checkpoint import CheckpointError, load_checkpoint
 from minitrans.data.batching import collate
 from minitrans.decoding import translate_ids
 from minitrans.interface import AttentionMaps, Seq2SeqModel
 from minitrans.tokenizer import Tokenizer
 
+CHECKPOINT_NAMES = ("averaged.pt", "best.pt", "last.pt")  # a run folder's checkpoints, by preference
+
+
+class InputError(ValueError):
+    """Input text that cannot be read (e.g. invalid UTF-8); the message names the line."""
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A ``.pt`` file as it is; a run folder (or its ``checkpoints/``) -> averaged.pt if present,
+    else best.pt, else last.pt."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    for folder in (path / "checkpoints", path):
+        for name in CHECKPOINT_NAMES:
+            if (folder / name).is_file():
+                return folder / name
+    raise CheckpointError(f"no checkpoint in {path} (looked for checkpoints/{{{','.join(CHECKPOINT_NAMES)}}})")
+
+
+def read_sentences(data: bytes, source: str = "input") -> list[str]:
+    """Bytes of UTF-8 text -> one sentence per line (see the module's input policies)."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    sentences = []
+    for number, line in enumerate(lines, 1):
+        try:
+            text = line.removesuffix(b"\r").decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(
+                f"{source}, line {number}: not valid UTF-8 (byte 0x{line[error.start]:02x} at column {error.start + 1})"
+            ) from None
+        sentences.append(text.removeprefix("\ufeff") if number == 1 else text)
+    return sentences
+
+
+LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")  # what str.splitlines splits at
+
+
+def one_line(text: str) -> str:
+    """A translation as one line: each line break (and the spaces around it) becomes a space."""
+    return LINE_BREAK.sub(" ", text).strip()
+
+
+@dataclass
+class SentenceAttention:
+    """Every attention map of one translated sentence, with the tokens of each axis."""
+
+    maps: AttentionMaps  # {kind: [per-layer (H, Lq, Lk)]}
+    src_tokens: list[str]  # source pieces, EOS included
+    tgt_in_tokens: list[str]  # decoder inputs: BOS + output pieces (the query rows)
+    tgt_out_tokens: list[str]  # what each row predicts: output pieces + EOS
+
 
 class Translator:
-    def __init__(self, model: Seq2SeqModel, tokenizer: Tokenizer, max_len: int, device: torch.device | None = None):
+    def __init__(
+        self,
+        model: Seq2SeqModel,
+        tokenizer: Tokenizer,
+        max_len: int,
+        device: torch.device | None = None,
+        config: dict | None = None,
+    ):
         self.model, self.tokenizer, self.max_len = model, tokenizer, max_len
         self.device = device or next(model.parameters()).device
+        self.config = config  # the run's configuration (a plain dict), when loaded from a checkpoint
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
-        from minitrans.checkpoint import load_checkpoint
+        """Load a ``.pt`` file or a run folder; any unusable checkpoint raises CheckpointError."""
         from minitrans.config import model_from_dict
         from minitrans.models import build_model
         from minitrans.utils import pick_device
 
         device = pick_device(device) if isinstance(device, str) else device
+        path = resolve_checkpoint(path)
         payload = load_checkpoint(path)
-        tokenizer = Tokenizer.from_state(payload["tokenizer"])
-        model_cfg = model_from_dict(payload["config"]["model"])
-        model = build_model(model_cfg, tokenizer)
-        model.load_state_dict(payload["model"])
-        return cls(model.to(device).eval(), tokenizer, model_cfg.max_len, device)
+        try:
+            tokenizer = Tokenizer.from_state(payload["tokenizer"])
+            model_cfg = model_from_dict(payload["config"]["model"])
+            model = build_model(model_cfg, tokenizer)
+            model.load_state_dict(payload["model"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as error:
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise CheckpointError(f"{path} does not hold a usable model ({type(error).__name__}: {reason})") from None
+        return cls(model.to(device).eval(), tokenizer, model_cfg.max_len, device, payload["config"])
 
+    # -- text and ids ----------------------------------------------------------------------
     def encode(self, sentences: Sequence[str]) -> list[list[int]]:
-        """Source ids; a sentence longer than the model's positions is cut (with a warning)."""
+        """Source ids ending in EOS; a blank sentence is just [EOS] (and is never decoded)."""
+        sentences = list(sentences)
         ids = self.tokenizer.encode_src(sentences)
-        limit = self.max_len
-        for row, sentence_ids in enumerate(ids):
-            if len(sentence_ids) > limit:
-                warnings.warn(
-                    f"sentence {row + 1} has {len(sentence_ids)} subwords; truncated to {limit}", stacklevel=2
-                )
-                ids[row] = sentence_ids[: limit - 1] + [self.tokenizer.eos_id]
-        return ids
+        return [row if text.strip() else [self.tokenizer.eos_id] for text, row in zip(sentences, ids)]
+
+    def fit_source(self, src_ids: Sequence[int], number: int | None = None) -> list[int]:
+        """Cut a source longer than the model's positions to ``max_len`` ids (EOS kept), warning."""
+        if len(src_ids) <= self.max_len:
+            return list(src_ids)
+        name = f"sentence {number}" if number is not None else "a sentence"
+        warnings.warn(
+            f"{name} has {len(src_ids)} subwords, more than the model's max_len={self.max_len}; "
+            f"translating its first {self.max_len - 1}",
+            stacklevel=3,
+        )
+        return [*src_ids[: self.max_len - 1], self.tokenizer.eos_id]
 
     @torch.no_grad()
     def translate_encoded(
@@ -53,29 +142,53 @@ class Translator:
         beam: int = 1,
         length_penalty: float = 0.6,
         max_output_ratio: float = 1.5,
+        max_output_len: int | None = None,
         batch_tokens: int = 6000,
         use_cache: bool = True,
     ) -> list[list[int]]:
-        """Token ids in, target ids out, in input order; batches are built from sorted lengths."""
+        """Token ids in, target ids out, in input order; batches are built from sorted lengths.
+
+        Sources are fitted to the model (:meth:`fit_source`); an empty source ([EOS] or [])
+        gives an empty output. ``max_output_len`` caps every output (default and upper bound:
+        the model's ``max_len - 1``).
+        """
+        cap = self.max_len - 1 if max_output_len is None else max(1, min(max_output_len, self.max_len - 1))
+        fitted = {
+            i: self.fit_source(ids, i + 1)
+            for i, ids in enumerate(src_ids)
+            if list(ids) not in ([], [self.tokenizer.eos_id])
+        }
+        order = sorted(fitted, key=lambda i: len(fitted[i]))
+        outputs: list[list[int]] = [[] for _ in src_ids]
         was_training = self.model.training
         self.model.eval()
-        order = sorted(range(len(src_ids)), key=lambda i: len(src_ids[i]))
-        outputs: list[list[int]] = [[] for _ in src_ids]
-        start = 0
-        while start < len(order):
-            end = start + 1
-            # a batch of beam hypotheses costs about beam * rows * length tokens
-            while end < len(order) and beam * (end - start + 1) * len(src_ids[order[end]]) <= batch_tokens:
-                end += 1
-            rows = order[start:end]
-            src = collate([src_ids[i] for i in rows], [[] for _ in rows]).src.to(self.device)
-            hyps = translate_ids(self.model, src, beam, length_penalty, max_output_ratio, self.max_len, use_cache)
-            for row, hyp in zip(rows, hyps):
-                outputs[row] = hyp
-            start = end
-        self.model.train(was_training)
+        try:
+            start = 0
+            while start < len(order):
+                end = start + 1
+                # a batch of beam hypotheses costs about beam * rows * longest length tokens
+                while end < len(order) and beam * (end - start + 1) * len(fitted[order[end]]) <= batch_tokens:
+                    end += 1
+                rows = order[start:end]
+                src = collate([fitted[i] for i in rows], [[] for _ in rows]).src.to(self.device)  # (B, S)
+                hyps = translate_ids(self.model, src, beam, length_penalty, max_output_ratio, cap, use_cache)
+                for row, hyp in zip(rows, hyps):
+                    outputs[row] = hyp
+                start = end
+        finally:
+            self.model.train(was_training)
         return outputs
 
+    def decode(self, ids: Sequence[int]) -> str:
+        return one_line(self.tokenizer.decode_tgt(ids))
+
+    def translate(self, sentences: Sequence[str], beam: int = 1, **options) -> list[str]:
+        """One output line per input sentence, in order (see the module's input policies).
+        ``options`` are those of :meth:`translate_encoded` (length_penalty, max_output_len, ...)."""
+        hyps = self.translate_encoded(self.encode(sentences), beam, **options)
+        return [self.decode(ids) for ids in hyps]
+
+    # -- attention -------------------------------------------------------------------------
     @torch.no_grad()
     def attention_maps(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> AttentionMaps:
         """Every attention map of the model for one sentence pair, by teacher forcing the given
@@ -94,12 +207,100 @@ class Translator:
         self.model.train(was_training)
         return {kind: [layer[0].cpu() for layer in layers] for kind, layers in {**enc_maps, **dec_maps}.items()}
 
-    def translate(self, sentences: Sequence[str], beam: int = 1, **options) -> list[str]:
-        """One output line per input sentence; empty or blank input gives an empty output."""
-        sentences = list(sentences)
-        keep = [i for i, text in enumerate(sentences) if text.strip()]
-        hyps = self.translate_encoded(self.encode([sentences[i].strip() for i in keep]), beam, **options)
-        out = [""] * len(sentences)
-        for i, ids in zip(keep, hyps):
-            out[i] = self.tokenizer.decode_tgt(ids)
-        return out
+    def attention(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> SentenceAttention:
+        """:meth:`attention_maps` with the tokens that label each axis (source fitted to the model)."""
+        from minitrans.viz import sentence_tokens
+
+        src_ids = self.fit_source(src_ids)
+        return SentenceAttention(
+            self.attention_maps(src_ids, tgt_ids), *sentence_tokens(self.tokenizer, src_ids, tgt_ids)
+        )
+
+
+def numbered_path(path: str | Path, number: int, count: int) -> Path:
+    """``attn.png`` for a single sentence; ``attn.1.png``, ``attn.2.png``, ... for several."""
+    path = Path(path)
+    return path if count == 1 else path.with_name(f"{path.stem}.{number}{path.suffix or '.png'}")
+
+
+def translate_with_attention(
+    translator: Translator, sentences: Sequence[str], path: str | Path, beam: int = 1, **options
+) -> tuple[list[str], list[Path]]:
+    """Translate ``sentences`` (as :meth:`Translator.translate`) and save the cross-attention of
+    every layer and head of each translation as PNG through :mod:`minitrans.viz`.
+
+    Returns the translations and the files written. Blank sentences get no picture, nor does a
+    model without cross-attention (the fixed-context RNN): a warning says so.
+    """
+    from minitrans.viz import save_attention_png
+
+    src_ids = translator.encode(sentences)
+    hyps = translator.translate_encoded(src_ids, beam, **options)
+    written: list[Path] = []
+    for number, (sentence, ids, hyp) in enumerate(zip(sentences, src_ids, hyps), 1):
+        if not sentence.strip():
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # translate_encoded already warned about a cut sentence
+            attention = translator.attention(ids, hyp)
+        if "cross" not in attention.maps:
+            warnings.warn("this model has no cross-attention to draw (a fixed-context RNN)", stacklevel=2)
+            break
+        target = numbered_path(path, number, len(sentences))
+        written += save_attention_png(
+            attention.maps, attention.src_tokens, attention.tgt_in_tokens, attention.tgt_out_tokens, target
+        )
+    return [translator.decode(ids) for ids in hyps], written
+
+
+def load_run_split(
+    config: dict, split: str = "test", data_root: str | Path | None = None
+) -> tuple[list[str], list[str], str]:
+    """Source and reference sentences of a split of the corpus a run was trained on, read from
+    the run's configuration (``Translator.config``): the generated corpus is regenerated from
+    its seed and sizes; Multi30k is read from ``data_root``, else the run's ``data.root``, else
+    ``data/multi30k``. "train", "valid" and "test" also name the run's own train, validation and
+    first test split (e.g. "test" is test_2016_flickr for Multi30k). Returns (sources,
+    references, split name)."""
+    from minitrans.config import DataConfig
+
+    data = DataConfig(**config["data"])
+    aliases = {"train": data.train_split, "valid": data.valid_split, "test": data.test_splits[0]}
+    if data.name == "multi30k":
+        from minitrans.data.multi30k import DEFAULT_ROOT, available_splits, load_multi30k
+
+        root = Path(data_root or data.root or DEFAULT_ROOT)
+        available = available_splits(root, data.src_lang, data.tgt_lang)
+        name = split if split in available else aliases.get(split, split)
+        pairs = load_multi30k(root, data.src_lang, data.tgt_lang, splits=[name])[name]
+        return list(pairs["src"]), list(pairs["tgt"]), name
+    from minitrans.data.generated import generate_corpus
+
+    name = {"val": "valid"}.get(split, split)
+    if name not in ("train", "valid", "test"):
+        raise ValueError(f"the generated corpus has splits train, valid and test, not {split!r}")
+    # Splits are drawn independently of the training split's size: skip drawing it unless asked.
+    corpus = generate_corpus(
+        num_train=data.num_train if name == "train" else 0,
+        num_valid=data.num_valid,
+        num_test=data.num_test,
+        min_words=data.min_words,
+        max_words=data.max_words,
+        seed=data.corpus_seed,
+    )
+    src_index = 0 if data.src_lang == "en" else 1
+    pairs = corpus[name]
+    return [pair[src_index] for pair in pairs], [pair[1 - src_index] for pair in pairs], name
+
+
+__all__ = [
+    "CHECKPOINT_NAMES",
+    "InputError",
+    "SentenceAttention",
+    "Translator",
+    "load_run_split",
+    "numbered_path",
+    "read_sentences",
+    "resolve_checkpoint",
+    "translate_with_attention",
+]

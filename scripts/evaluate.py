@@ -1,0 +1,117 @@
+"""Score a trained model on a split of its corpus with sacrebleu:
+``python scripts/evaluate.py RUN_OR_CHECKPOINT --split test [--beam 5] [--length-penalty 0.6]``.
+
+The corpus comes from the run's own configuration (stored in the checkpoint): the generated
+corpus is regenerated from its seed; Multi30k is read from --data-root, else the run's
+data.root, else data/multi30k. Reports BLEU (cased, detokenised, 13a), chrF and lower-cased
+BLEU, and BLEU by source length; writes RUN/eval/{split}.beam{K}.hyp.txt and .json, where RUN
+is the run folder (for a .pt file inside RUN/checkpoints/, that RUN; else the file's folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from sacrebleu.metrics import BLEU, CHRF
+
+from minitrans.checkpoint import CheckpointError
+from minitrans.metrics import bleu_by_length, corpus_scores
+from minitrans.translate import Translator, load_run_split, resolve_checkpoint
+from minitrans.utils import pick_device
+
+
+def run_folder(checkpoint: Path) -> Path:
+    folder = checkpoint.parent
+    return folder.parent if folder.name == "checkpoints" else folder
+
+
+def signatures(hypotheses: list[str], references: list[str]) -> dict[str, str]:
+    """sacrebleu's signatures of the metrics corpus_scores computes, for the report."""
+    out = {}
+    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
+        metric.corpus_score(hypotheses, [references])
+        out[f"{name}_signature"] = str(metric.get_signature())
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="evaluate.py", description="BLEU and chrF of a checkpoint on a split.")
+    parser.add_argument("checkpoint", help="a run folder or a .pt checkpoint")
+    parser.add_argument(
+        "--split", default="test", help="split name; train/valid/test name the run's own (default test)"
+    )
+    parser.add_argument("-b", "--beam", type=int, default=1, help="beam size; 1 = greedy (default)")
+    parser.add_argument("--length-penalty", type=float, default=0.6, help="beam search's alpha (default 0.6)")
+    parser.add_argument("--max-output-ratio", type=float, default=1.5, help="output tokens <= ratio * source + 10")
+    parser.add_argument("--data-root", help="folder of the Multi30k files (default: the run's data.root)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences of the split")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="default: auto")
+    args = parser.parse_args(argv)
+    if args.beam < 1:
+        parser.error("--beam must be at least 1")
+    return args
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("always", message=r"sentence \d+ has")  # report every cut sentence
+        warnings.showwarning = show_warning  # one plain line per warning
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        checkpoint = resolve_checkpoint(args.checkpoint)
+        try:
+            device = pick_device(args.device)
+        except ValueError:
+            raise CheckpointError(f"--device {args.device}: no such device on this machine") from None
+        translator = Translator.from_checkpoint(checkpoint, device)
+        sources, references, split = load_run_split(translator.config, args.split, args.data_root)
+    except (CheckpointError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    sources, references = sources[: args.limit], references[: args.limit]
+    hypotheses = translator.translate(
+        sources, args.beam, length_penalty=args.length_penalty, max_output_ratio=args.max_output_ratio
+    )
+    report = {
+        "checkpoint": str(checkpoint),
+        "split": split,
+        "sentences": len(sources),
+        "beam": args.beam,
+        "length_penalty": args.length_penalty,
+        **corpus_scores(hypotheses, references),
+        **signatures(hypotheses, references),
+        "by_length": bleu_by_length(sources, hypotheses, references),
+    }
+    out_dir = run_folder(checkpoint) / "eval"
+    hyp_path, json_path = out_dir / f"{split}.beam{args.beam}.hyp.txt", out_dir / f"{split}.beam{args.beam}.json"
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        hyp_path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+        json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        print(f"error: cannot write the results: {error}", file=sys.stderr)
+        return 1
+    print(
+        f"{split} ({len(sources)} sentences, beam {args.beam}): BLEU {report['bleu']:.2f}  chrF {report['chrf']:.2f}"
+        f"  BLEU (lower-cased) {report['bleu_lowercase']:.2f}"
+    )
+    for bucket in report["by_length"]:
+        print(f"  source {bucket['bucket']:>6} words: BLEU {bucket['bleu']:6.2f}  ({bucket['count']} sentences)")
+    print(f"wrote {hyp_path} and {json_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

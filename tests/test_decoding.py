@@ -1,0 +1,218 @@
+"""Greedy and beam search for every model family: cached decoding equals full recomputation,
+beam size 1 equals greedy, beam search with a beam wide enough to hold everything equals
+exhaustive search, finished hypotheses are kept, search stops early when it can, limits hold."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minitrans.data.batching import collate
+from minitrans.decoding import beam_search, greedy_decode, length_penalty, output_limits, translate_ids
+from minitrans.interface import Seq2SeqModel
+from minitrans.rnn import AttentionRNN, FixedContextRNN
+from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from minitrans.transformer import Transformer
+
+VOCAB = 20
+FAMILIES = ["transformer", "rnn", "rnn_attention"]
+
+
+def make_model(family: str, vocab: int = VOCAB) -> Seq2SeqModel:
+    torch.manual_seed(0)
+    if family == "transformer":
+        return Transformer(vocab, vocab, PAD_ID, d_model=16, num_heads=2, d_ff=32, dropout=0.0, max_len=64)
+    model_class = FixedContextRNN if family == "rnn" else AttentionRNN
+    return model_class(vocab, PAD_ID, d_embed=16, d_hidden=16, num_layers=2, dropout=0.0)
+
+
+def reversal_pairs(count: int, generator: torch.Generator) -> list[tuple[list[int], list[int]]]:
+    """Source: 1-7 random tokens + EOS; target: the same tokens reversed."""
+    pairs = []
+    for _ in range(count):
+        length = int(torch.randint(1, 8, (1,), generator=generator))
+        tokens = torch.randint(4, VOCAB, (length,), generator=generator).tolist()
+        pairs.append(([*tokens, EOS_ID], tokens[::-1]))
+    return pairs
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def trained(request) -> Seq2SeqModel:
+    """A tiny model given a few steps on a reversal task: it ends sentences at varied lengths
+    and is still unsure of its words, so searches differ and beams matter."""
+    model = make_model(request.param)
+    generator = torch.Generator().manual_seed(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(25):
+        batch = collate(*zip(*reversal_pairs(16, generator)))
+        logits = model(batch.src, batch.tgt_in)
+        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def src() -> torch.Tensor:
+    pairs = reversal_pairs(8, torch.Generator().manual_seed(5))
+    return collate([s for s, _ in pairs], [[] for _ in pairs]).src  # (8, S), right-padded
+
+
+def test_trained_models_end_sentences_at_varied_lengths(trained, src):
+    lengths = {len(ids) for ids in greedy_decode(trained, src)}
+    assert len(lengths) > 1 and max(lengths) < int(output_limits(src, 1.5, 255).min())
+
+
+@pytest.mark.parametrize("beam", [1, 3, 5])
+def test_cached_decoding_equals_full_recomputation(trained, src, beam):
+    cached = translate_ids(trained, src, beam_size=beam, use_cache=True)
+    full = translate_ids(trained, src, beam_size=beam, use_cache=False)
+    assert cached == full
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.5])
+def test_beam_size_one_is_greedy(trained, src, alpha):
+    assert beam_search(trained, src, beam_size=1, alpha=alpha) == greedy_decode(trained, src)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_a_sentence_decodes_the_same_alone_and_in_a_batch(trained, src, beam):
+    together = translate_ids(trained, src, beam_size=beam)
+    for row in range(src.shape[0]):
+        length = int((src[row] != PAD_ID).sum())
+        assert translate_ids(trained, src[row : row + 1, :length], beam_size=beam) == [together[row]]
+
+
+def test_untrained_models_run_to_the_length_limit(src):
+    for family in FAMILIES:
+        model = make_model(family).eval()
+        limits = output_limits(src, 0.5, 12).tolist()
+        for beam in (1, 3):
+            outputs = translate_ids(model, src, beam_size=beam, max_output_ratio=0.5, max_output_len=12)
+            assert all(len(ids) <= limit for ids, limit in zip(outputs, limits))
+            assert all(token not in (PAD_ID, BOS_ID, EOS_ID) for ids in outputs for token in ids)
+
+
+def test_output_limits():
+    src = torch.tensor([[5, 6, 7, EOS_ID], [5, EOS_ID, PAD_ID, PAD_ID]])
+    assert output_limits(src, 1.5, 255).tolist() == [16, 13]
+    assert output_limits(src, 1.5, 14).tolist() == [14, 13]
+    assert output_limits(src, 0.0, 1).tolist() == [1, 1]
+
+
+# -- beam search against exhaustive search ---------------------------------------------------
+@torch.no_grad()
+def sequence_score(model, src_row, ids, ends_with_eos, alpha):
+    """Length-normalised log-probability of one complete hypothesis, by teacher forcing, with
+    the searches' conventions (PAD and BOS are never generated)."""
+    enc, _ = model.encode(src_row)
+    tgt_in = torch.tensor([[BOS_ID, *ids]])
+    logits, _ = model.decode(enc, tgt_in)
+    logits[..., [PAD_ID, BOS_ID]] = float("-inf")
+    log_probs = logits.log_softmax(dim=-1)[0]  # (T, V)
+    targets = [*ids, EOS_ID] if ends_with_eos else ids
+    total = sum(float(log_probs[t, token]) for t, token in enumerate(targets))
+    return total / length_penalty(len(targets), alpha)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_a_beam_that_holds_every_hypothesis_finds_the_exact_best(family, alpha):
+    vocab, limit = 7, 3  # output tokens: UNK, 4, 5, 6 (and EOS)
+    model = make_model(family, vocab).eval()
+    words = [UNK_ID, 4, 5, 6]
+    src = torch.tensor([[4, 6, 5, EOS_ID], [5, EOS_ID, PAD_ID, PAD_ID]])
+    for row in range(2):
+        row_src = src[row : row + 1, : int((src[row] != PAD_ID).sum())]
+        complete = [(list(ids), True) for n in range(limit) for ids in itertools.product(words, repeat=n)]
+        complete += [(list(ids), False) for ids in itertools.product(words, repeat=limit)]  # cut at the limit
+        scored = [(sequence_score(model, row_src, ids, eos, alpha), ids) for ids, eos in complete]
+        best = max(scored)[1]
+        width = len(words) ** (limit - 1) * (len(words) + 1)  # every candidate of the last step
+        found = beam_search(model, row_src, beam_size=width, alpha=alpha, max_output_len=limit)
+        assert found == [best]
+
+
+# -- a scripted model: stopping and finished hypotheses --------------------------------------
+class ScriptedModel(Seq2SeqModel):
+    """Next-token probabilities looked up by the output prefix (a tuple of ids); counts calls.
+    A prefix missing from the script continues with word 7 and rarely ends."""
+
+    DEFAULT = {7: 0.9, EOS_ID: 0.1}
+
+    def __init__(self, script: dict[tuple, dict[int, float]], vocab: int = 8) -> None:
+        super().__init__()
+        self.pad_id, self.vocab, self.script, self.calls = PAD_ID, vocab, script, 0
+
+    def encode(self, src, need_weights=False):
+        return {"src": src}, {}
+
+    def _logits(self, prefixes: torch.Tensor) -> torch.Tensor:
+        rows = []
+        for prefix in prefixes.tolist():  # each starts with BOS
+            row = torch.full((self.vocab,), -1e4)
+            for token, prob in self.script.get(tuple(prefix[1:]), self.DEFAULT).items():
+                row[token] = torch.tensor(prob).log()
+            rows.append(row)
+        return torch.stack(rows)  # (B, V)
+
+    def init_cache(self, enc):
+        return {"prefix": torch.empty(enc["src"].shape[0], 0, dtype=torch.long)}
+
+    def step(self, enc, tokens, cache, need_weights=False):
+        self.calls += 1
+        prefix = torch.cat([cache["prefix"], tokens[:, None]], dim=1)
+        return self._logits(prefix), {"prefix": prefix}, {}
+
+    def decode(self, enc, tgt_in, need_weights=False):
+        self.calls += 1
+        return torch.stack([self._logits(tgt_in[:, : t + 1]) for t in range(tgt_in.shape[1])], dim=1), {}
+
+
+SRC = torch.tensor([[4, 4, 4, EOS_ID]])
+
+
+def test_beam_finds_a_likelier_sentence_than_greedy():
+    model = ScriptedModel({(): {4: 0.5, 5: 0.4, EOS_ID: 0.1}, (4,): {6: 0.3, 7: 0.3, EOS_ID: 0.4}, (5,): {EOS_ID: 0.9}})
+    assert greedy_decode(model, SRC) == [[4]]  # p = 0.2
+    for use_cache in (True, False):
+        assert beam_search(model, SRC, beam_size=2, alpha=0.0, use_cache=use_cache) == [[5]]  # p = 0.36
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_search_stops_as_soon_as_no_open_beam_can_beat_the_best_finished(use_cache):
+    model = ScriptedModel({(): {EOS_ID: 0.4, 4: 0.35, 5: 0.25}})
+    assert beam_search(model, SRC, beam_size=3, alpha=0.0, use_cache=use_cache) == [[]]
+    assert model.calls == 1  # log 0.35 can only fall: the empty sentence (0.4) has won
+
+
+@pytest.mark.parametrize("eos_after_4, expected", [(0.9, []), (0.99, [4])])
+def test_an_early_finished_hypothesis_is_kept_until_a_better_one_ends(eos_after_4, expected):
+    # alpha = 1 favours longer sentences, so the search goes on after the empty sentence ends;
+    # [4] + EOS (p = 0.35 * eos_after_4) beats it after length normalisation only for 0.99.
+    model = ScriptedModel({(): {EOS_ID: 0.4, 4: 0.35, 5: 0.25}, (4,): {EOS_ID: eos_after_4, 6: 1 - eos_after_4}})
+    assert beam_search(model, SRC, beam_size=2, alpha=1.0) == [expected]
+
+
+def test_a_length_reward_keeps_the_search_going_to_the_limit_where_open_beams_end():
+    # The empty sentence ends first (p = 0.6); alpha = 3 rewards length enough that the open
+    # beam [4, 7, 7, 7] (p = 0.2, no EOS) wins when the limit of 4 tokens ends it.
+    model = ScriptedModel({(): {EOS_ID: 0.6, 4: 0.4}})
+    model.DEFAULT = {7: 0.8, 6: 0.15, EOS_ID: 0.05}
+    assert beam_search(model, SRC, beam_size=2, alpha=3.0, max_output_len=4) == [[4, 7, 7, 7]]
+    assert model.calls == 4
+
+
+def test_pad_and_bos_are_never_generated():
+    model = ScriptedModel({(): {PAD_ID: 0.5, BOS_ID: 0.3, 4: 0.15, EOS_ID: 0.05}, (4,): {PAD_ID: 0.9, EOS_ID: 0.1}})
+    assert greedy_decode(model, SRC) == [[4]]
+    assert beam_search(model, SRC, beam_size=2) == [[4]]
+
+
+def test_beam_size_must_be_positive(src):
+    with pytest.raises(ValueError, match="beam size"):
+        translate_ids(make_model("rnn"), src, beam_size=0)

@@ -1,0 +1,109 @@
+"""scripts/evaluate.py: the run's own corpus, sacrebleu scores that agree with sacrebleu itself,
+files in the run folder, and one error line for a split that does not exist."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import sacrebleu
+import torch
+
+from minitrans.checkpoint import save_checkpoint
+from minitrans.config import DataConfig, TrainConfig, TransformerConfig
+from minitrans.data.generated import generate_corpus
+from minitrans.metrics import corpus_scores
+from minitrans.models import build_model
+from minitrans.tokenizer import Tokenizer
+from minitrans.translate import load_run_split
+
+ROOT = Path(__file__).resolve().parents[1]
+DE = ["Ein Mann fährt Fahrrad.", "Eine Frau liest ein Buch.", "Zwei Hunde spielen im Park.", "", "Ein Kind lacht."]
+EN = ["A man rides a bike.", "A woman reads a book.", "Two dogs play in the park.", "", "A child laughs."]
+
+
+def build_checkpoint(path: Path, data: DataConfig) -> Path:
+    tokenizer = Tokenizer.train(DE * 2, EN * 2, vocab_size=300)
+    model_cfg = TransformerConfig(d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=1)
+    torch.manual_seed(0)
+    model = build_model(model_cfg, tokenizer)
+    cfg = asdict(TrainConfig(model=model_cfg, data=data))
+    save_checkpoint({"config": cfg, "tokenizer": tokenizer.to_state(), "model": model.state_dict(), "step": 0}, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def evaluate():
+    spec = importlib.util.spec_from_file_location("evaluate_script", ROOT / "scripts" / "evaluate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main
+
+
+@pytest.fixture()
+def multi30k_run(tmp_path) -> tuple[Path, Path]:
+    root = tmp_path / "multi30k"
+    root.mkdir()
+    (root / "test_2016_flickr.de").write_text("\n".join(DE) + "\n", encoding="utf-8")
+    (root / "test_2016_flickr.en").write_text("\n".join(EN) + "\n", encoding="utf-8")
+    run = tmp_path / "run"
+    data = DataConfig(
+        name="multi30k", src_lang="de", tgt_lang="en", valid_split="val", test_splits=["test_2016_flickr"]
+    )
+    build_checkpoint(run / "checkpoints" / "best.pt", data)  # as conf/data/multi30k.yaml
+    return run, root
+
+
+def test_scores_agree_with_sacrebleu_and_land_in_the_run_folder(evaluate, multi30k_run, capsys):
+    run, root = multi30k_run
+    assert evaluate([str(run), "--split", "test", "--data-root", str(root), "--beam", "2", "--device", "cpu"]) == 0
+    assert "test_2016_flickr (5 sentences, beam 2): BLEU" in capsys.readouterr().out
+    hyps = (run / "eval" / "test_2016_flickr.beam2.hyp.txt").read_text(encoding="utf-8").splitlines()
+    report = json.loads((run / "eval" / "test_2016_flickr.beam2.json").read_text(encoding="utf-8"))
+    assert len(hyps) == 5 and hyps[3] == ""  # line for line, an empty source gives an empty line
+    assert report["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [EN]).score)
+    assert report["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [EN]).score)
+    assert report["bleu_lowercase"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [EN], lowercase=True).score)
+    assert "tok:13a" in report["bleu_signature"] and "case:mixed" in report["bleu_signature"]
+    assert sum(bucket["count"] for bucket in report["by_length"]) == 5
+    assert (report["split"], report["beam"], report["sentences"]) == ("test_2016_flickr", 2, 5)
+
+
+def test_a_checkpoint_file_writes_into_its_run_folder(evaluate, multi30k_run):
+    run, root = multi30k_run
+    checkpoint = run / "checkpoints" / "best.pt"
+    args = [str(checkpoint), "--split", "test_2016_flickr", "--data-root", str(root), "--limit", "2"]
+    assert evaluate([*args, "--device", "cpu"]) == 0
+    report = json.loads((run / "eval" / "test_2016_flickr.beam1.json").read_text(encoding="utf-8"))
+    assert report["sentences"] == 2 and report["checkpoint"] == str(checkpoint)
+
+
+def test_an_unknown_split_is_one_error_line(evaluate, multi30k_run, capsys):
+    run, root = multi30k_run
+    assert evaluate([str(run), "--split", "nope", "--data-root", str(root), "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: Split(s) nope not found")
+
+
+def test_a_generated_corpus_run_is_evaluated_on_its_regenerated_split(evaluate, tmp_path):
+    data = DataConfig(name="generated", num_train=50, num_valid=10, num_test=12, corpus_seed=7)
+    run = tmp_path / "run"
+    build_checkpoint(run / "checkpoints" / "last.pt", data)
+    sources, references, name = load_run_split(json.loads(json.dumps(asdict(TrainConfig(model={}, data=data)))), "test")
+    corpus = generate_corpus(num_train=50, num_valid=10, num_test=12, seed=7)
+    assert name == "test" and list(zip(sources, references)) == corpus["test"]
+    assert evaluate([str(run), "--split", "test", "--limit", "3", "--device", "cpu"]) == 0
+    assert len((run / "eval" / "test.beam1.hyp.txt").read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_known_strings_score_as_sacrebleu_says():
+    same = corpus_scores(["The cat sat on the mat."], ["The cat sat on the mat."])
+    assert same["bleu"] == pytest.approx(100.0) and same["chrf"] == pytest.approx(100.0)
+    cased = corpus_scores(["the cat sat on the mat."], ["The Cat sat on the mat."])
+    assert cased["bleu"] < 100.0 and cased["bleu_lowercase"] == pytest.approx(100.0)
+    # detokenised input, 13a tokenisation: punctuation attached or not scores the same
+    assert corpus_scores(["Hello, world!"], ["Hello , world !"])["bleu"] == pytest.approx(100.0)
+    assert corpus_scores(["nothing alike"], ["entirely different words here"])["bleu"] == pytest.approx(0.0)

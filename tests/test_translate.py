@@ -1,0 +1,287 @@
+"""The Translator and scripts/translate.py: checkpoints in, one line out per line in, whatever
+the input; attention pictures; one clear error line for anything unusable."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import torch
+
+from minitrans.checkpoint import CheckpointError, save_checkpoint
+from minitrans.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.models import build_model
+from minitrans.tokenizer import Tokenizer
+from minitrans.translate import (
+    InputError,
+    Translator,
+    numbered_path,
+    read_sentences,
+    resolve_checkpoint,
+    translate_with_attention,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ["ein mann fährt fahrrad .", "eine frau liest ein buch .", "zwei hunde spielen im park ."] * 3
+TGT = ["a man rides a bike .", "a woman reads a book .", "two dogs play in the park ."] * 3
+
+
+def build_checkpoint(path: Path, kind: str = "transformer", max_len: int = 64, data: DataConfig | None = None) -> Path:
+    """A tiny untrained model with its tokenizer, saved as the trainer saves best.pt."""
+    tokenizer = Tokenizer.train(SRC, TGT, vocab_size=300)
+    if kind == "transformer":
+        model_cfg = TransformerConfig(
+            d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=2, dropout=0.0, max_len=max_len
+        )
+    else:
+        model_cfg = RNNConfig(kind=kind, d_embed=16, d_hidden=16, dropout=0.0, max_len=max_len)
+    cfg = TrainConfig(model=model_cfg, data=data or DataConfig(name="multi30k", src_lang="de", tgt_lang="en"))
+    torch.manual_seed(0)
+    model = build_model(model_cfg, tokenizer)
+    payload = {"config": asdict(cfg), "tokenizer": tokenizer.to_state(), "model": model.state_dict(), "step": 0}
+    save_checkpoint(payload, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("run")
+    build_checkpoint(folder / "checkpoints" / "best.pt", max_len=32)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def translator(run) -> Translator:
+    return Translator.from_checkpoint(run, device="cpu")
+
+
+# -- checkpoints ------------------------------------------------------------------------------
+def test_a_run_folder_resolves_to_averaged_then_best_then_last(tmp_path):
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    for name in ("last.pt", "best.pt", "averaged.pt"):
+        (folder / name).write_bytes(b"x")
+        assert resolve_checkpoint(tmp_path) == folder / name
+        assert resolve_checkpoint(folder) == folder / name
+    assert resolve_checkpoint(folder / "last.pt") == folder / "last.pt"
+    with pytest.raises(CheckpointError, match="no checkpoint in"):
+        resolve_checkpoint(tmp_path / "checkpoints" / ".." / "..")
+
+
+def test_unusable_checkpoints_raise_checkpoint_error(tmp_path, run):
+    good = (run / "checkpoints" / "best.pt").read_bytes()
+    (tmp_path / "truncated.pt").write_bytes(good[: len(good) // 2])
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "foreign.pt")
+    save_checkpoint({"config": {}, "tokenizer": {}}, tmp_path / "no_model.pt")
+    payload = torch.load(run / "checkpoints" / "best.pt", weights_only=True)
+    payload["model"] = {"unexpected": torch.zeros(1)}
+    save_checkpoint({k: v for k, v in payload.items() if k not in ("format", "version")}, tmp_path / "mismatch.pt")
+    (tmp_path / "empty_run").mkdir()
+    cases = {
+        "missing.pt": "no checkpoint at",
+        "empty_run": "no checkpoint in",
+        "truncated.pt": "truncated or corrupt",
+        "foreign.pt": "not a minitrans checkpoint",
+        "no_model.pt": "does not hold a usable model",
+        "mismatch.pt": "does not hold a usable model",
+    }
+    for name, message in cases.items():
+        with pytest.raises(CheckpointError, match=message):
+            Translator.from_checkpoint(tmp_path / name, device="cpu")
+
+
+def test_every_model_family_translates_from_a_checkpoint(tmp_path):
+    for kind in ("transformer", "rnn", "rnn_attention"):
+        translator = Translator.from_checkpoint(build_checkpoint(tmp_path / f"{kind}.pt", kind), device="cpu")
+        for beam in (1, 3):
+            cached = translator.translate(SRC[:3], beam=beam)
+            assert cached == translator.translate(SRC[:3], beam=beam, use_cache=False)
+            assert len(cached) == 3 and all(cached)
+
+
+# -- input handling ---------------------------------------------------------------------------
+def test_blank_sentences_give_empty_lines_and_keep_alignment(translator):
+    sentences = ["", SRC[0], "   ", "\t\u3000", SRC[1], ""]
+    outputs = translator.translate(sentences, beam=2)
+    assert len(outputs) == 6
+    assert [bool(line) for line in outputs] == [False, True, False, False, True, False]
+    assert outputs[1] == translator.translate([SRC[0]], beam=2)[0]
+
+
+def test_characters_never_seen_in_training_do_not_break_anything(translator):
+    sentences = ["😀 Ω ÿ 漢字 \x00 \x07", "ein mann 🚲 fährt", "\u2028\u200b"]
+    ids = translator.encode(sentences)
+    assert all(translator.tokenizer.unk_id not in row for row in ids)  # byte fallback, no <unk>
+    assert len(translator.translate(sentences)) == 3
+
+
+def test_outputs_never_span_lines(translator, monkeypatch):
+    newline = translator.tokenizer.tgt.piece_to_id("<0x0A>")
+    word = translator.tokenizer.encode_tgt(["man"])[0]
+    monkeypatch.setattr(
+        Translator, "translate_encoded", lambda self, ids, *a, **k: [[*word, newline, *word]] * len(ids)
+    )
+    assert translator.translate(["ein mann\nfährt"]) == ["man man"]
+
+
+def test_a_sentence_longer_than_the_model_is_cut_with_a_warning_naming_it(translator):
+    long = " ".join(["ein mann fährt fahrrad ."] * 20)
+    assert len(translator.encode([long])[0]) > translator.max_len
+    with pytest.warns(UserWarning, match=r"sentence 3 has \d+ subwords, more than the model's max_len=32"):
+        outputs = translator.translate(["", SRC[0], long, SRC[1]])
+    assert len(outputs) == 4 and outputs[2]
+
+
+def test_read_sentences_splits_on_newline_only():
+    data = "\ufeffeins\r\nzwei\u2028drei\n\nvier\rfünf\n".encode()
+    assert read_sentences(data) == ["eins", "zwei\u2028drei", "", "vier\rfünf"]
+    assert read_sentences(b"a\nb") == ["a", "b"]
+    assert read_sentences(b"") == []
+    assert read_sentences(b"\n") == [""]
+
+
+def test_invalid_utf8_names_the_line():
+    with pytest.raises(InputError, match=r"in.txt, line 3: not valid UTF-8 \(byte 0xff at column 4\)"):
+        read_sentences(b"one\ntwo\nabc\xff\nfour\n", "in.txt")
+
+
+# -- attention --------------------------------------------------------------------------------
+def test_attention_of_a_translation_labels_every_axis(translator):
+    src_ids = translator.encode([SRC[0]])[0]
+    hyp = translator.translate_encoded([src_ids], beam=3)[0]
+    attention = translator.attention(src_ids, hyp)
+    assert len(attention.maps["cross"]) == 2  # one per decoder layer
+    heads, rows, cols = attention.maps["cross"][0].shape
+    assert (heads, rows, cols) == (2, len(hyp) + 1, len(src_ids))
+    assert len(attention.tgt_out_tokens) == rows and len(attention.src_tokens) == cols
+    assert attention.tgt_in_tokens[0] == "<s>" and attention.tgt_out_tokens[-1] == "</s>"
+
+
+def test_attention_pictures_are_numbered_and_skip_blank_lines(translator, tmp_path):
+    outputs, written = translate_with_attention(translator, [SRC[0], "", SRC[1]], tmp_path / "attn.png", beam=2)
+    assert outputs == translator.translate([SRC[0], "", SRC[1]], beam=2)
+    assert written == [tmp_path / "attn.1.png", tmp_path / "attn.3.png"]
+    assert all(path.stat().st_size > 0 for path in written)
+    _, written = translate_with_attention(translator, [SRC[0]], tmp_path / "one.png")
+    assert written == [tmp_path / "one.png"]
+    assert numbered_path("a/b", 2, 3) == Path("a/b.2.png")
+
+
+def test_a_model_without_attention_gets_a_warning_not_a_picture(tmp_path):
+    translator = Translator.from_checkpoint(build_checkpoint(tmp_path / "rnn.pt", "rnn"), device="cpu")
+    with pytest.warns(UserWarning, match="no cross-attention"):
+        outputs, written = translate_with_attention(translator, [SRC[0]], tmp_path / "attn.png")
+    assert written == [] and len(outputs) == 1
+
+
+# -- the script -------------------------------------------------------------------------------
+def load_script():
+    spec = importlib.util.spec_from_file_location("translate_script", ROOT / "scripts" / "translate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def script():
+    return load_script()
+
+
+def pipe_stdin(monkeypatch, data: bytes) -> None:
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+    monkeypatch.setattr(stdin, "isatty", lambda: False)
+    monkeypatch.setattr(sys, "stdin", stdin)
+
+
+def test_script_translates_stdin_line_by_line(script, run, translator, monkeypatch, capsys):
+    pipe_stdin(monkeypatch, f"{SRC[0]}\r\n\r\n   \n{SRC[1]}".encode())
+    assert script.main([str(run), "--beam", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out == "".join(line + "\n" for line in translator.translate([SRC[0], "", "", SRC[1]], beam=2))
+
+
+def test_script_arguments_files_and_attention(script, run, translator, tmp_path, capsys):
+    assert script.main([str(run), SRC[0], SRC[1]]) == 0
+    assert capsys.readouterr().out.splitlines() == translator.translate(SRC[:2])
+    (tmp_path / "in.txt").write_bytes(f"{SRC[2]}\n\n{SRC[0]}\n".encode())
+    args = [str(run), "-i", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"), "--beam", "3"]
+    assert script.main([*args, "--length-penalty", "1.0", "--attention", str(tmp_path / "a.png")]) == 0
+    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
+    assert lines == translator.translate([SRC[2], "", SRC[0]], beam=3, length_penalty=1.0)
+    assert sorted(p.name for p in tmp_path.glob("a.*.png")) == ["a.1.png", "a.3.png"]
+
+
+@pytest.mark.parametrize(
+    "make_args, message",
+    [
+        (lambda run, tmp: [str(tmp / "nope"), "x"], "error: no checkpoint at"),
+        (lambda run, tmp: [str(tmp / "bad.pt"), "x"], "error: .*truncated or corrupt"),
+        (
+            lambda run, tmp: [str(run), "-i", str(tmp / "bad_utf8.txt")],
+            "error: .*bad_utf8.txt, line 2: not valid UTF-8",
+        ),
+        (lambda run, tmp: [str(run), "-i", str(tmp / "missing.txt")], "error: cannot read .*missing.txt"),
+        (lambda run, tmp: [str(run), "x", "-o", str(tmp / "no" / "out.txt")], "error: cannot write"),
+    ],
+)
+def test_script_reports_one_error_line(script, run, tmp_path, capsys, make_args, message):
+    (tmp_path / "bad.pt").write_bytes(b"PK\x03\x04 not really a zip")
+    (tmp_path / "bad_utf8.txt").write_bytes(b"gut\nschlecht \xc3\x28\n")
+    assert script.main(make_args(run, tmp_path)) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and __import__("re").match(message, lines[0])
+
+
+def test_script_runs_as_a_program_and_reads_invalid_stdin(run):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "translate.py"), str(run)],
+        input=b"ok\n\xff\n",
+        capture_output=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.decode().strip() == "error: stdin, line 2: not valid UTF-8 (byte 0xff at column 1)"
+    assert b"Traceback" not in result.stderr
+
+
+# -- the decoding benchmark --------------------------------------------------------------------
+def test_benchmark_times_both_paths_and_checks_they_agree(translator, run, tmp_path, capsys, monkeypatch):
+    from minitrans import benchmark_decoding as bench
+
+    report = bench.benchmark_decoding(translator, sentences=SRC[:4], beams=(1, 2))
+    assert (report["split"], report["sentences"]) == ("given", 4)
+    assert [row["beam"] for row in report["results"]] == [1, 2]
+    assert all(row["identical"] and row["speedup"] > 0 for row in report["results"])
+    assert "speed-up" in bench.format_table(report)
+    # The command line, on the run's own corpus (stubbed: the real one is not needed here).
+    monkeypatch.setattr(bench, "load_run_split", lambda config, split: (SRC[:2], TGT[:2], "test_2016_flickr"))
+    assert bench.main([str(run), "--beams", "1", "--json", str(tmp_path / "b.json")]) == 0
+    assert "test_2016_flickr (2 sentences" in capsys.readouterr().out
+    assert json.loads((tmp_path / "b.json").read_text())["results"][0]["identical"] is True
+    assert bench.main([str(tmp_path / "missing.pt")]) == 1
+    assert capsys.readouterr().err.startswith("error: no checkpoint at")
+
+
+def test_script_prompts_on_a_terminal(script, run, translator, monkeypatch, capsys):
+    stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+    monkeypatch.setattr(stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    lines = iter([SRC[0], SRC[1]])
+
+    def fake_input(prompt):
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    monkeypatch.setattr("builtins.input", fake_input)
+    assert script.main([str(run)]) == 0
+    assert capsys.readouterr().out.splitlines() == translator.translate(SRC[:2])
