@@ -2,17 +2,26 @@
 
 A checkpoint is a plain dict of tensors, numbers, strings and bytes: the model config, the
 serialized SentencePiece models, the weights, and (for training checkpoints) the optimizer,
-schedule, data position and random generator states. It is always loaded with
-``torch.load(weights_only=True)``, which refuses pickled code, and it is written to a
-temporary file that is flushed and renamed, so a crash during a save leaves the previous
-checkpoint intact.
+schedule, data position and random generator states.
+
+Writing: a temporary file in the same folder, flushed and fsynced, then renamed over the old
+one, so a crash or a kill during a save leaves the previous checkpoint intact.
+
+Loading never runs code from the file. Before torch sees it, the archive's CRCs are checked
+and every global its pickle names is checked against the few that tensors need; then it is
+read with ``torch.load(weights_only=True)``, passed explicitly (torch's
+``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` only changes calls that leave ``weights_only`` unset, and
+the check before it holds even if something has patched ``torch.load``). Any problem is one
+:class:`CheckpointError` with a one-line message.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import pickletools
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +30,15 @@ import torch
 
 FORMAT = "minitrans-checkpoint"
 VERSION = 1
+
+# What torch.save writes for tensors, storages, state dicts and bytes, and nothing else.
+_ALLOWED_GLOBALS = {("collections", "OrderedDict"), ("_codecs", "encode"), ("torch", "Size"), ("torch", "device")}
+_NAMING_OPCODES = {"GLOBAL", "STACK_GLOBAL", "INST", "EXT1", "EXT2", "EXT4"}
+
+
+# torch.load(weights_only=True) itself had holes: CVE-2025-32434 (code execution, torch <= 2.5.1)
+# and CVE-2026-24747 (memory corruption in the weights-only unpickler, torch < 2.10).
+SAFE_TORCH = "2.10"
 
 
 class CheckpointError(RuntimeError):
@@ -38,11 +56,18 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
             torch.save(payload, file)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes it private; give it a normal file's mode
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -56,11 +81,49 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def find_resume_checkpoint(run_checkpoints: Path, resume: bool, resume_from: str | None) -> Path | None:
+    """The checkpoint a run starts from: its own ``last.pt`` first (so a re-run continues where
+    it stopped), then ``trainer.resume_from``; None for a fresh start."""
+    own = Path(run_checkpoints) / "last.pt"
+    if resume and own.exists():
+        return own
+    if resume_from is not None:
+        if not Path(resume_from).is_file():
+            raise CheckpointError(f"trainer.resume_from: no checkpoint at {resume_from}")
+        return Path(resume_from)
+    return None
+
+
+_FREE_ON_RESUME = {"cache_dir", "valid_split", "test_splits"}  # what is evaluated, not what is trained
+
+
+def check_same_run(saved_config: dict, config: dict, path: Path) -> None:
+    """A checkpoint resumes only the model and training data it was trained with; ``trainer.*``
+    may change (e.g. a larger ``max_steps`` to train on), and so may the evaluated splits."""
+    from minitrans.config import ConfigError
+
+    for section in ("model", "data"):
+        saved = saved_config.get(section, {})
+        for key, value in config[section].items():
+            if key not in _FREE_ON_RESUME and key in saved and saved[key] != value:
+                raise ConfigError(
+                    f"{section}.{key}: {path} was trained with {saved[key]!r}, not {value!r}; resume with "
+                    "the original value, use a new run folder, or set trainer.resume=false"
+                )
+
+
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a minitrans checkpoint safely; any problem becomes one clear CheckpointError."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}")
+    _check_archive(path)
+    if torch.__version__ < SAFE_TORCH:
+        warnings.warn(
+            f"torch {torch.__version__} has known weights-only unpickler vulnerabilities (CVE-2025-32434, "
+            f"CVE-2026-24747); use torch>={SAFE_TORCH} before loading checkpoints from others",
+            stacklevel=2,
+        )
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
@@ -75,3 +138,45 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             f"{path} has checkpoint version {payload['version']}; this minitrans reads up to {VERSION}"
         )
     return payload
+
+
+def _check_archive(path: Path) -> None:
+    """torch.save's zip archive, whole (CRCs), whose pickle names only what tensors need."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+            pickles = [name for name in archive.namelist() if name.endswith("/data.pkl")]
+            data = archive.read(pickles[0]) if len(pickles) == 1 else None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        raise CheckpointError(f"{path} is truncated or corrupt ({error}); it cannot be loaded") from None
+    if damaged is not None:
+        raise CheckpointError(f"{path} is corrupt (member {damaged} fails its CRC check); it cannot be loaded")
+    if data is None:
+        raise CheckpointError(f"{path} is not a minitrans checkpoint (no single data.pkl inside)")
+    unsafe = _unsafe_global(data, path)
+    if unsafe is not None:
+        raise CheckpointError(f"{path} was refused: its pickle refers to {unsafe}, which a checkpoint never needs")
+
+
+def _unsafe_global(data: bytes, path: Path) -> str | None:
+    """The first object the pickle would import that a checkpoint never needs, or None.
+
+    torch.save writes protocol 2, which names every object with GLOBAL; the opcodes that name
+    one another way (STACK_GLOBAL, INST, EXT*) are refused outright, so nothing escapes."""
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name in _NAMING_OPCODES:
+                module, _, attr = str(arg).partition(" ") if opcode.name == "GLOBAL" else (opcode.name, "", "")
+                if not _is_allowed(module, attr):
+                    return f"{module}.{attr}" if attr else f"an object named by {module}"
+    except Exception as error:  # genops meets a damaged pickle with ValueError and others
+        raise CheckpointError(f"{path} is truncated or corrupt ({type(error).__name__}); it cannot be loaded") from None
+    return None
+
+
+def _is_allowed(module: str, attr: str) -> bool:
+    if (module, attr) in _ALLOWED_GLOBALS:
+        return True
+    if module == "torch._utils" and attr.startswith("_rebuild_"):
+        return True
+    return module == "torch" and (attr.endswith("Storage") or isinstance(getattr(torch, attr, None), torch.dtype))

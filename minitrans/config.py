@@ -11,6 +11,7 @@ that import Hydra.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
@@ -136,7 +137,8 @@ class TrainerConfig:
     weight_decay: float = 0.0
     label_smoothing: float = 0.1
     clip_grad_norm: float = 1.0
-    eval_every: int = 500  # steps between validations
+    eval_every: int = 500  # steps between validations (each also writes checkpoints/last.pt)
+    checkpoint_every: int | None = None  # steps between checkpoints/last.pt; None -> eval_every
     eval_sentences: int = 200  # validation sentences translated for BLEU at each validation
     log_every: int = 50
     sample_sentences: int = 3  # fixed validation sentences shown as translations and attention maps
@@ -148,7 +150,9 @@ class TrainerConfig:
     num_threads: int | None = None  # torch intra-op threads; None -> torch's default
     compile: bool = False  # torch.compile the model
     max_bad_steps: int = 10  # consecutive non-finite steps before training stops
-    resume: bool = True  # continue from the run folder's last checkpoint if there is one
+    resume: bool = True  # continue from the run folder's checkpoints/last.pt if there is one
+    resume_from: str | None = None  # start from this training checkpoint (used when the run folder has none)
+    crash_at_step: int | None = None  # testing aid: SIGKILL the process right after this step
     progress: bool = True  # tqdm progress bar
 
     def __post_init__(self) -> None:
@@ -170,6 +174,9 @@ class TrainerConfig:
         )
         _check(self.device in ("auto", "cpu", "cuda", "mps"), "trainer.device", f"unknown device {self.device!r}")
         _check(self.max_minutes is None or self.max_minutes > 0, "trainer.max_minutes", "must be positive")
+        for key in ("checkpoint_every", "crash_at_step", "num_threads"):
+            value = getattr(self, key)
+            _check(value is None or value > 0, f"trainer.{key}", f"must be positive, got {value}")
 
 
 @dataclass
@@ -249,7 +256,8 @@ _HYDRA_FLAGS_WITH_VALUE = {
 }
 
 
-def _first_line(text: str) -> str:
+def first_line(text: object) -> str:
+    """The first non-blank line of an error message (or of any text)."""
     return next((line.strip() for line in str(text).splitlines() if line.strip()), "invalid configuration")
 
 
@@ -263,45 +271,67 @@ def _explain(error: BaseException, key: str | None) -> str:
     cause = error
     while (cause.__cause__ or cause.__context__) is not None and not isinstance(cause, OmegaConfBaseException):
         cause = cause.__cause__ or cause.__context__
+    source = re.match(r"In '([^']+)'", str(error))  # the YAML file Hydra was reading, if any
+    where = f", set in {source.group(1)}.yaml" if source and "/" in source.group(1) else ""
     if isinstance(cause, OmegaConfBaseException):
         full_key = getattr(cause, "full_key", None) or key or "config"
-        message = _first_line(getattr(cause, "msg", None) or cause)
+        message = first_line(getattr(cause, "msg", None) or cause)
         object_type = getattr(cause, "object_type", None)
         bad_key = getattr(cause, "key", None)
         if "not in" in message and dataclasses.is_dataclass(object_type) and bad_key is not None:
             names = [f.name for f in dataclasses.fields(object_type)]
             close = difflib.get_close_matches(str(bad_key), names, n=1)
             hint = f"; did you mean {'.'.join([*full_key.split('.')[:-1], close[0]])!r}?" if close else ""
-            return f"{full_key}: unknown key (not in {object_type.__name__}){hint}"
-        return f"{full_key}: {message}"
-    return f"{key + ': ' if key else ''}{_first_line(error)}"
+            return f"{full_key}: unknown key (not in {object_type.__name__}){where}{hint}"
+        return f"{full_key}: {message}{where}"
+    return f"{key + ': ' if key else ''}{first_line(error)}"
+
+
+def _split_command_line(args: list[str]) -> tuple[list[str], dict[str, str], bool]:
+    """Hydra's flags and the overrides of a command line: (overrides, {flag: value}, is_multirun)."""
+    overrides, flags, pending = [], {}, None
+    for arg in args:
+        if pending is not None:
+            flags[pending], pending = arg, None
+        elif arg.startswith("-"):
+            name, has_value, value = arg.partition("=")
+            if name in _HYDRA_FLAGS_WITH_VALUE:
+                if has_value:
+                    flags[name] = value
+                else:
+                    pending = name
+            else:
+                flags[name] = ""
+        else:
+            overrides.append(arg)
+    return overrides, flags, any(flag in flags for flag in ("-m", "--multirun"))
 
 
 def check_command_line(args: list[str], config_dir: str, config_name: str = "train") -> str | None:
     """Compose the configuration a command line asks for, as Hydra will, and return a
-    one-line description of the first problem (unknown key, wrong type, impossible value),
-    or None. In a sweep (``-m``) the first value of each swept key is checked for keys and
-    types only: an impossible combination is refused later, by its own job."""
+    one-line description of the first problem (unknown key, wrong type, impossible value,
+    a config group option that does not exist, a typo inside a YAML file), or None.
+    ``--config-dir`` / ``--config-name`` are honoured. In a sweep (``-m``) the first value of
+    each swept key is checked for keys and types only: an impossible combination is refused
+    later, by its own job."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import MissingConfigException
+    from hydra.types import RunMode
 
-    is_multirun = any(arg in ("-m", "--multirun") for arg in args)
-    overrides, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg.startswith("-"):
-            skip = arg in _HYDRA_FLAGS_WITH_VALUE and "=" not in arg
-            continue
-        if arg.lstrip("+~").startswith("hydra"):
-            continue
-        overrides.append(arg)
+    register_configs()
+    given, flags, is_multirun = _split_command_line(args)
+    config_name = flags.get("--config-name") or flags.get("-cn") or config_name
+    extra_dir = flags.get("--config-dir") or flags.get("-cd")
+    overrides = [arg for arg in given if not arg.lstrip("+~").startswith("hydra")]
+    search_path = [arg for arg in given if arg.lstrip("+~").startswith("hydra.searchpath")]
+    if extra_dir and not search_path:  # what --config-dir does, in the compose API's words
+        search_path = [f"hydra.searchpath=[file://{os.path.abspath(extra_dir)}]"]
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as error:  # Hydra will report syntax errors in its own words
-        return _first_line(error)
+        return first_line(error)
     plain = []
     for override in parsed:
         if override.is_sweep_override():
@@ -314,7 +344,17 @@ def check_command_line(args: list[str], config_dir: str, config_name: str = "tra
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
-            cfg = compose(config_name=config_name, overrides=plain)
+            try:  # an optional group (experiment=...) with a misspelt option is otherwise skipped silently
+                GlobalHydra.instance().config_loader().compute_defaults_list(
+                    config_name, plain + search_path, RunMode.RUN
+                )
+            except MissingConfigException as error:
+                group, _, option = str(error.missing_cfg_file).rpartition("/")
+                available = ", ".join(error.options or []) or "none"
+                return f"{group or 'config'}: no config {option!r} (available: {available})"
+            except Exception:  # anything else: compose below reports it
+                pass
+            cfg = compose(config_name=config_name, overrides=plain + search_path)
     except Exception as error:
         key = None
         for line in plain:

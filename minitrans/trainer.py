@@ -8,38 +8,63 @@ both RNN baselines train here unchanged. Everything the run writes goes under ``
     out_dir/events.out.tfevents.*   TensorBoard
     out_dir/translations/     hypotheses of every evaluated split
     out_dir/summary.json      final scores read by sweeps and compare.py
+
+Re-running into the same folder resumes from ``checkpoints/last.pt`` (written every
+``checkpoint_every`` steps, at every evaluation, and on SIGINT/SIGTERM): weights, optimizer,
+schedule, step, epoch, position within the epoch and every rank's random generators. On the
+CPU with the same thread count the resumed run is bitwise the run that never stopped, per-step
+losses included; evaluation runs inside ``preserved_rng`` so it cannot shift the stream. Not
+exact: a ``max_minutes`` budget (time is not reproducible) and GPU kernels that are themselves
+nondeterministic. Under torchrun the same code trains with DistributedDataParallel; see
+:mod:`minitrans.distributed`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
+import os
 import signal
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 from tqdm.auto import tqdm
 
-from minitrans.checkpoint import load_checkpoint, save_checkpoint
+from minitrans import distributed, reporting
+from minitrans.checkpoint import (
+    CheckpointError,
+    check_same_run,
+    find_resume_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from minitrans.config import TrainConfig
-from minitrans.data import TokenBatchSampler, collate, load_corpus, tokenize_corpus
-from minitrans.evaluation import evaluate_split, token_loss, validation_loss
+from minitrans.data import collate
+from minitrans.evaluation import token_loss
 from minitrans.interface import count_parameters
 from minitrans.models import build_model
-from minitrans.tblog import log_hparams, log_validation_samples
-from minitrans.tokenizer import Tokenizer
+from minitrans.run_data import prepare_training_data
+from minitrans.tblog import log_hparams
 from minitrans.translate import Translator
-from minitrans.utils import get_rng_state, pick_device, seed_everything, set_rng_state
+from minitrans.utils import StopRequest, get_rng_state, pick_device, preserved_rng, seed_everything, set_rng_state
 
 log = logging.getLogger(__name__)
 
 
 class TrainingError(RuntimeError):
     """Training cannot go on (e.g. too many non-finite steps); the last checkpoint is intact."""
+
+
+class TrainingStopped(Exception):
+    """SIGINT / SIGTERM stopped the run after writing a checkpoint; ``exit_code`` is 128 + signal."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 @dataclass
@@ -65,67 +90,36 @@ def inverse_sqrt_schedule(warmup_steps: int, min_ratio: float = 0.0):
     return factor
 
 
-class _StopRequest:
-    """SIGINT / SIGTERM ask the loop to checkpoint and stop after the current step."""
-
-    def __init__(self) -> None:
-        self.signal: int | None = None
-
-    def __enter__(self):
-        self._previous = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self._previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread: leave signals alone
-                pass
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        if self.signal is not None:  # a second Ctrl-C stops at once
-            raise KeyboardInterrupt
-        self.signal = signum
-
-    def __exit__(self, *exc) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-
 class Trainer:
     def __init__(self, cfg: TrainConfig, out_dir: str | Path) -> None:
-        self.cfg, self.out_dir = cfg, Path(out_dir)
+        self.cfg, self.out_dir, tcfg = cfg, Path(out_dir), cfg.trainer
+        self.ckpt_dir = self.out_dir / "checkpoints"
+        self.dist = distributed.init()
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        tcfg = cfg.trainer
         if tcfg.num_threads:
             torch.set_num_threads(tcfg.num_threads)
         seed_everything(cfg.seed)
-        self.device = pick_device(tcfg.device)
-        corpus = load_corpus(cfg.data)
-        train_split = corpus[cfg.data.train_split]
-        self.tokenizer = Tokenizer.train(
-            train_split["src"],
-            train_split["tgt"],
-            cfg.data.vocab_size,
-            cfg.data.spm_model_type,
-            cfg.data.joint_vocab,
-            cfg.data.cache_dir,
-        )
-        self.tokenizer.save(self.out_dir / "tokenizer")
-        self.data = tokenize_corpus(corpus, self.tokenizer, cfg.data.cache_dir)
-        max_tokens = min(cfg.data.max_tokens, cfg.model.max_len - 1)
-        self.train_set = self.data[cfg.data.train_split].filter(
-            lambda row: len(row["src_ids"]) <= max_tokens and len(row["tgt_ids"]) < max_tokens
-        )
-        if len(self.train_set) == 0:
-            raise ValueError(f"no training pair fits data.max_tokens={max_tokens}")
-        self.sampler = TokenBatchSampler(
-            [len(ids) for ids in self.train_set["src_ids"]],
-            [len(ids) for ids in self.train_set["tgt_ids"]],
-            tcfg.batch_tokens,
-            seed=cfg.seed,
-        )
+        self.device = distributed.local_device(pick_device(tcfg.device), self.dist)
+        resume_path = find_resume_checkpoint(self.ckpt_dir, tcfg.resume, tcfg.resume_from)
+        try:
+            payload = load_checkpoint(resume_path, map_location=self.device) if resume_path else None
+        except CheckpointError as error:
+            raise CheckpointError(f"{error} (to start afresh: trainer.resume=false or a new run folder)") from None
+        if payload is not None:
+            check_same_run(payload.get("config", {}), asdict(cfg), resume_path)
+        with distributed.InTurn(self.dist):  # one process per machine fills the caches
+            data = prepare_training_data(cfg, payload["tokenizer"] if payload else None)
+        self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
+        self.src_ids, self.tgt_ids = data.src_ids, data.tgt_ids
+        if self.dist.is_main:
+            self.tokenizer.save(self.out_dir / "tokenizer")
         self.model = build_model(cfg.model, self.tokenizer).to(self.device)
         self.num_params = count_parameters(self.model)
-        self.step_model = torch.compile(self.model) if tcfg.compile else self.model
+        wrapped = self.model
+        if self.dist.enabled:  # rank 0's initial weights are broadcast to every rank here
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            wrapped = DistributedDataParallel(self.model, device_ids=ids, broadcast_buffers=False)
+        self.step_model = torch.compile(wrapped) if tcfg.compile else wrapped
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=tcfg.lr, betas=tuple(tcfg.betas), weight_decay=tcfg.weight_decay
         )
@@ -134,8 +128,11 @@ class Trainer:
         )
         self.translator = Translator(self.model, self.tokenizer, cfg.model.max_len, self.device)
         self.state = TrainState()
-        self.ckpt_dir = self.out_dir / "checkpoints"
         self.writer: SummaryWriter | None = None
+        if self.dist.rank > 0:  # its own dropout stream (the initial weights come from rank 0)
+            seed_everything(cfg.seed + self.dist.rank)
+        if payload is not None:
+            self._restore(payload, resume_path)
 
     # -- checkpoints -----------------------------------------------------------------------
     def _payload(self, with_training_state: bool = True) -> dict:
@@ -150,155 +147,181 @@ class Trainer:
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "state": asdict(self.state),
-                "rng": get_rng_state(),
+                "world_size": self.dist.world_size,
             }
         return payload
 
     def save(self, name: str = "last.pt") -> Path:
+        """Write a training checkpoint. Every rank calls it: each one's generator states go in."""
         path = self.ckpt_dir / name
-        save_checkpoint(self._payload(), path)
+        rng = distributed.all_gather_object(get_rng_state(), self.dist)
+        if self.dist.is_main:
+            if self.writer is not None:  # a checkpoint's logs are on disk with it
+                self.writer.flush()
+            save_checkpoint(self._payload() | {"rng": rng}, path)
         return path
 
-    def maybe_resume(self) -> bool:
-        path = self.ckpt_dir / "last.pt"
-        if not (self.cfg.trainer.resume and path.exists()):
-            return False
-        payload = load_checkpoint(path, map_location=self.device)
+    def _restore(self, payload: dict, path: Path) -> None:
+        if "optimizer" not in payload:
+            raise CheckpointError(f"{path} holds weights only (no optimizer or data position); resume from a last.pt")
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
         self.state = TrainState(**payload["state"])
-        set_rng_state(payload["rng"])
-        log.info("resumed from %s at step %d", path, self.state.step)
-        return True
+        rng = payload["rng"]  # one state per rank of the run that wrote it
+        if self.dist.rank < len(rng):
+            set_rng_state(rng[self.dist.rank])
+        if len(rng) != self.dist.world_size and self.dist.is_main:  # the data order is still the same
+            log.warning("resuming a %d-process run with %d: dropout masks will differ", len(rng), self.dist.world_size)
+        if self.dist.is_main:
+            log.info("resumed from %s at step %d (epoch %d)", path, self.state.step, self.state.epoch)
 
     # -- one step ------------------------------------------------------------------------
-    def train_step(self, batch) -> float | None:
-        """Forward, backward and update on one batch; returns the mean token loss, or None
-        when the loss or gradient was not finite and the step was skipped."""
-        tcfg = self.cfg.trainer
+    def train_step(self, indices: list[int]) -> float | None:
+        """Forward, backward and update on one global batch (this rank's share of it); returns
+        the batch's mean token loss, or None when the loss or gradient was not finite and the
+        step was skipped."""
+        tcfg, world = self.cfg.trainer, self.dist.world_size
+        shard, weight = distributed.shard(indices, self.dist)
+        batch = collate([self.src_ids[i] for i in shard], [self.tgt_ids[i] for i in shard]).to(self.device)
+        global_tokens = sum(len(self.tgt_ids[i]) + 1 for i in indices)
         self.model.train()
         logits = self.step_model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = token_loss(logits, batch.tgt_out, tcfg.label_smoothing) / batch.num_tgt_tokens
+        # this rank's summed loss over the global batch's token count; DDP averages gradients
+        # over ranks, so * world makes the update the gradient of the global mean loss
+        loss = token_loss(logits, batch.tgt_out, tcfg.label_smoothing) * (weight * world / global_tokens)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), tcfg.clip_grad_norm)
-        if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+        mean_loss = distributed.all_reduce_sum(loss.detach().float() / world, self.dist)
+        if not (torch.isfinite(mean_loss) and torch.isfinite(grad_norm)):
             self.optimizer.zero_grad(set_to_none=True)
             self.state.bad_steps += 1
             self.state.skipped_steps += 1
             if self.state.bad_steps >= tcfg.max_bad_steps:
                 raise TrainingError(
-                    f"{self.state.bad_steps} non-finite steps in a row at step {self.state.step}; stopping "
-                    f"(last good checkpoint: {self.ckpt_dir / 'last.pt'})"
+                    f"{self.state.bad_steps} non-finite steps in a row after step {self.state.step} "
+                    f"(trainer.max_bad_steps={tcfg.max_bad_steps}); stopping. Last good checkpoint: "
+                    f"{self.ckpt_dir / 'last.pt'}; try a lower trainer.lr or more trainer.warmup_steps"
                 )
+            log.warning("step %d: non-finite loss or gradient; skipped", self.state.step + 1)
             return None
         self.optimizer.step()
         self.scheduler.step()
         self.state.bad_steps = 0
-        return loss.item()
+        return mean_loss.item()
 
     # -- evaluation ----------------------------------------------------------------------
-    def validate(self) -> dict:
-        cfg, tcfg = self.cfg, self.cfg.trainer
-        valid = self.data[cfg.data.valid_split]
-        loss = validation_loss(self.model, valid, tcfg.batch_tokens, self.device)
-        scores, hyps = evaluate_split(
-            self.translator, valid, limit=tcfg.eval_sentences, max_output_ratio=tcfg.max_output_ratio
-        )
-        metrics = {"loss": loss, "bleu": scores["bleu"], "chrf": scores["chrf"]}
-        if self.writer is not None:
-            step = self.state.step
-            self.writer.add_scalar("valid/loss", loss, step)
-            self.writer.add_scalar("valid/bleu", scores["bleu"], step)
-            self.writer.add_scalar("valid/chrf", scores["chrf"], step)
-            count = min(tcfg.sample_sentences, len(hyps))
-            log_validation_samples(self.writer, self.translator, valid.select(range(count)), hyps[:count], step)
-        return metrics
+    def validate(self, to_tensorboard: bool = True) -> dict:
+        writer = self.writer if to_tensorboard else None
+        with preserved_rng():  # evaluation must not shift the training stream
+            return reporting.validate(
+                self.translator, self.data[self.cfg.data.valid_split], self.cfg.trainer, writer, self.state.step
+            )
 
     # -- the loop ------------------------------------------------------------------------
-    def fit(self) -> dict:
-        cfg, tcfg, state = self.cfg, self.cfg.trainer, self.state
-        resumed = self.maybe_resume()
-        self.writer = SummaryWriter(log_dir=str(self.out_dir), purge_step=state.step if resumed else None)
-        log.info(
-            "model %s: %s parameters; %d training pairs; device %s",
-            cfg.model.kind,
-            f"{self.num_params:,}",
-            len(self.train_set),
-            self.device,
-        )
-        src_ids, tgt_ids = self.train_set["src_ids"], self.train_set["tgt_ids"]
+    def fit(self) -> dict | None:
+        """Train to ``max_steps``; the summary on rank 0, None on the other ranks."""
+        cfg, tcfg, state, is_main = self.cfg, self.cfg.trainer, self.state, self.dist.is_main
+        if is_main:  # purge_step drops events a killed run logged after its last checkpoint
+            self.writer = SummaryWriter(log_dir=str(self.out_dir), purge_step=state.step + 1)
+            log.info(
+                "model %s: %s parameters; %d training pairs; device %s; %d process(es)",
+                cfg.model.kind,
+                f"{self.num_params:,}",
+                len(self.src_ids),
+                self.device,
+                self.dist.world_size,
+            )
         deadline = None if tcfg.max_minutes is None else tcfg.max_minutes * 60
+        checkpoint_every = tcfg.checkpoint_every or tcfg.eval_every
         progress = tqdm(
-            total=tcfg.max_steps, initial=state.step, disable=not tcfg.progress, desc="train", dynamic_ncols=True
+            total=tcfg.max_steps,
+            initial=state.step,
+            disable=not (tcfg.progress and is_main),
+            desc="train",
+            dynamic_ncols=True,
         )
-        window_tokens, window_start = 0, time.perf_counter()
-        last_metrics: dict = {}
-        with _StopRequest() as stop:
-            while state.step < tcfg.max_steps and (deadline is None or state.train_seconds < deadline):
+        finished = state.step >= tcfg.max_steps
+        with StopRequest() as stop:
+            while not finished:
                 batches = self.sampler.batches(state.epoch)
                 for indices in batches[state.batch_in_epoch :]:
                     started = time.perf_counter()
-                    batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(self.device)
-                    loss = self.train_step(batch)
+                    loss = self.train_step(indices)
                     state.batch_in_epoch += 1
+                    state.train_seconds += time.perf_counter() - started
+                    # decided together: ranks must agree on when to stop
+                    stop_now, out_of_time = distributed.any_rank(
+                        [stop.signal is not None, deadline is not None and state.train_seconds >= deadline],
+                        self.dist,
+                        self.device,
+                    )
                     if loss is not None:
                         state.step += 1
                         progress.update(1)
-                    state.train_seconds += time.perf_counter() - started
-                    window_tokens += batch.num_tgt_tokens
-                    if loss is not None and state.step % tcfg.log_every == 0:
-                        rate = window_tokens / (time.perf_counter() - window_start)
-                        progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}")
-                        self.writer.add_scalar("train/loss", loss, state.step)
-                        self.writer.add_scalar("train/lr", self.scheduler.get_last_lr()[0], state.step)
-                        self.writer.add_scalar("train/tokens_per_second", rate, state.step)
-                        window_tokens, window_start = 0, time.perf_counter()
-                    finished = state.step >= tcfg.max_steps or (
-                        deadline is not None and state.train_seconds >= deadline
-                    )
-                    if loss is not None and (state.step % tcfg.eval_every == 0 or finished):
-                        last_metrics = self._evaluate_and_checkpoint()
-                        window_tokens, window_start = 0, time.perf_counter()
-                    if stop.signal is not None:
-                        self.save()
-                        progress.close()
-                        log.warning(
-                            "stopped by signal %d at step %d; checkpoint saved, re-run to resume",
-                            stop.signal,
-                            state.step,
-                        )
-                        raise SystemExit(128 + stop.signal)
+                        self._log_step(loss, progress)
+                    finished = state.step >= tcfg.max_steps or out_of_time
+                    is_eval = finished or (loss is not None and state.step % tcfg.eval_every == 0)
+                    if is_eval or (loss is not None and state.step % checkpoint_every == 0):
+                        self._evaluate_and_checkpoint(is_eval)
+                    if loss is not None and state.step == tcfg.crash_at_step:  # testing aid: die as a crash would
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    if stop_now:
+                        self._stop(stop.signal or signal.SIGTERM, progress)
                     if finished:
                         break
                 else:
                     state.epoch += 1
                     state.batch_in_epoch = 0
-                    continue
-                break
         progress.close()
-        if not last_metrics:  # resumed a finished run
-            last_metrics = self.validate()
-        return self.finish(last_metrics)
+        if not is_main:
+            distributed.barrier(self.dist)  # wait for rank 0's final evaluation
+            return None
+        summary = self.finish()
+        distributed.barrier(self.dist)
+        return summary
 
-    def _evaluate_and_checkpoint(self) -> dict:
-        metrics = self.validate()
-        state = self.state
-        log.info(
-            "step %d: valid loss %.3f BLEU %.2f chrF %.2f",
-            state.step,
-            metrics["loss"],
-            metrics["bleu"],
-            metrics["chrf"],
+    def _log_step(self, loss: float, progress) -> None:
+        state, tcfg = self.state, self.cfg.trainer
+        if self.writer is None or state.step % tcfg.log_every:
+            return
+        progress.set_postfix(loss=f"{loss:.3f}", epoch=state.epoch)
+        self.writer.add_scalar("train/loss", loss, state.step)
+        self.writer.add_scalar("train/lr", self.scheduler.get_last_lr()[0], state.step)
+        self.writer.add_scalar("train/epoch", state.epoch, state.step)
+
+    def _stop(self, signum: int, progress) -> None:
+        path = self.save()
+        progress.close()
+        name = signal.Signals(signum).name
+        raise TrainingStopped(
+            f"stopped by {name} after step {self.state.step}; checkpoint saved to {path}; "
+            "run the same command again to resume",
+            128 + signum,
         )
-        if metrics["bleu"] >= state.best_bleu:
-            state.best_bleu = metrics["bleu"]
-            save_checkpoint(self._payload(with_training_state=False), self.ckpt_dir / "best.pt")
-        if self.cfg.trainer.average_last > 1:
-            save_checkpoint(self._payload(with_training_state=False), self.ckpt_dir / f"step_{state.step:07d}.pt")
-            for old in sorted(self.ckpt_dir.glob("step_*.pt"))[: -self.cfg.trainer.average_last]:
-                old.unlink()
+
+    def _evaluate_and_checkpoint(self, evaluate: bool) -> dict:
+        """Validate (rank 0), keep best.pt and step_*.pt, then write last.pt (every rank)."""
+        metrics, state, tcfg = {}, self.state, self.cfg.trainer
+        if evaluate and self.dist.is_main:
+            metrics = self.validate()
+            log.info(
+                "step %d: valid loss %.3f BLEU %.2f chrF %.2f",
+                state.step,
+                metrics["loss"],
+                metrics["bleu"],
+                metrics["chrf"],
+            )
+            if metrics["bleu"] >= state.best_bleu:
+                state.best_bleu = metrics["bleu"]
+                save_checkpoint(self._payload(with_training_state=False), self.ckpt_dir / "best.pt")
+            if tcfg.average_last > 1:
+                save_checkpoint(self._payload(with_training_state=False), self.ckpt_dir / f"step_{state.step:07d}.pt")
+                for old in sorted(self.ckpt_dir.glob("step_*.pt"))[: -tcfg.average_last]:
+                    old.unlink()
+        if evaluate:  # every rank keeps the same best_bleu, so every rank's TrainState agrees
+            state.best_bleu = distributed.broadcast_object(state.best_bleu, self.dist)
         self.save()
         return metrics
 
@@ -306,66 +329,50 @@ class Trainer:
         """Load the weights the run is judged by: the average of the last N checkpoints when
         ``average_last`` > 1, else the checkpoint with the best validation BLEU."""
         n = self.cfg.trainer.average_last
-        if n > 1:
-            paths = sorted(self.ckpt_dir.glob("step_*.pt"))[-n:]
+        paths = sorted(self.ckpt_dir.glob("step_*.pt"))[-n:]
+        if n > 1 and paths:
             states = [load_checkpoint(p)["model"] for p in paths]
             averaged = {k: sum(s[k].float() for s in states) / len(states) for k in states[0]}
             self.model.load_state_dict({k: v.to(states[0][k].dtype) for k, v in averaged.items()})
             save_checkpoint(self._payload(with_training_state=False), self.ckpt_dir / "averaged.pt")
             return f"average of last {len(paths)} checkpoints"
-        self.model.load_state_dict(load_checkpoint(self.ckpt_dir / "best.pt", map_location=self.device)["model"])
+        best = self.ckpt_dir / "best.pt"
+        if not best.exists():  # e.g. started with resume_from at a finished step
+            return "last weights"
+        self.model.load_state_dict(load_checkpoint(best, map_location=self.device)["model"])
         return "best validation BLEU"
 
-    def finish(self, last_valid: dict) -> dict:
-        cfg, tcfg = self.cfg, self.cfg.trainer
+    def finish(self) -> dict:
+        cfg, state = self.cfg, self.state
         chosen = self.final_weights()
-        valid = self.validate()
-        out = self.out_dir / "translations"
-        out.mkdir(exist_ok=True)
-        splits = {}
-        for name in cfg.data.test_splits:
-            scores, hyps = evaluate_split(
-                self.translator,
-                self.data[name],
-                with_buckets=True,
-                beam=tcfg.beam_size,
-                length_penalty=tcfg.length_penalty,
-                max_output_ratio=tcfg.max_output_ratio,
-            )
-            (out / f"{name}.hyp.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
-            splits[name] = scores
-            self.writer.add_scalar(f"test/{name}/bleu", scores["bleu"], self.state.step)
-        first = splits[cfg.data.test_splits[0]]
+        valid = self.validate(to_tensorboard=False)  # the chosen weights; TensorBoard has them as final/* hparams
+        tests = {name: self.data[name] for name in cfg.data.test_splits}
+        splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir, self.writer, state.step)
         summary = {
             "name": cfg.name or cfg.model.kind,
             "model": cfg.model.kind,
             "params": self.num_params,
-            "steps": self.state.step,
-            "epochs": self.state.epoch,
-            "skipped_steps": self.state.skipped_steps,
-            "train_seconds": round(self.state.train_seconds, 1),
+            "steps": state.step,
+            "epochs": state.epoch,
+            "skipped_steps": state.skipped_steps,
+            "train_seconds": round(state.train_seconds, 1),
             "device": str(self.device),
+            "processes": self.dist.world_size,
             "weights": chosen,
             "valid": valid,
-            "test": first,
+            "test": splits[cfg.data.test_splits[0]],
             "test_splits": splits,
             "config": asdict(cfg),
         }
-        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        reporting.write_summary(self.out_dir, summary)
         log_hparams(self.writer, cfg, self.num_params, summary)
         self.writer.close()
         return summary
 
 
-def train(cfg: TrainConfig, out_dir: str | Path) -> dict:
-    """Train (or resume) a run in ``out_dir`` and return its summary."""
+def train(cfg: TrainConfig, out_dir: str | Path) -> dict | None:
+    """Train (or resume) a run in ``out_dir`` and return its summary (None on ranks > 0)."""
     return Trainer(cfg, out_dir).fit()
 
 
-def summary_line(summary: dict, out_dir: str | Path) -> str:
-    test, valid = summary["test"], summary["valid"]
-    return (
-        f"{summary['model']} ({summary['params']:,} params): test BLEU {test['bleu']:.2f} chrF {test['chrf']:.2f} | "
-        f"valid BLEU {valid['bleu']:.2f} loss {valid['loss']:.3f} | {summary['steps']} steps, "
-        f"{summary['train_seconds']:.0f} s training | {out_dir}"
-    )
+summary_line = reporting.summary_line  # scripts and notebooks import it from here

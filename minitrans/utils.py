@@ -1,8 +1,10 @@
-"""Seeding, random generator state, and device choice: one place for each."""
+"""Seeding, random generator state, device choice, and stop signals: one place for each."""
 
 from __future__ import annotations
 
 import random
+import signal
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -24,16 +26,38 @@ def get_rng_state() -> dict:
     }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
+    if _has_mps():
+        state["mps"] = torch.mps.get_rng_state()
     return state
 
 
+def _has_mps() -> bool:
+    return getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+
+
+@contextmanager
+def preserved_rng():
+    """Leave every random generator as it was found: evaluation in the middle of training then
+    cannot shift the training stream, so a resumed run draws the same numbers as one that
+    never stopped."""
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
+
+
 def set_rng_state(state: dict) -> None:
+    """Restore :func:`get_rng_state`'s output (its tensors may have been loaded onto a GPU)."""
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     np.random.set_state(_numpy_state_from_plain(state["numpy"]))
-    torch.set_rng_state(state["torch"])
+    torch.set_rng_state(state["torch"].cpu())
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        for index, device_state in enumerate(state["cuda"][: torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(device_state.cpu(), index)
+    if "mps" in state and _has_mps():
+        torch.mps.set_rng_state(state["mps"].cpu())
 
 
 def _numpy_state_to_plain(state: tuple) -> dict:
@@ -48,7 +72,7 @@ def _numpy_state_to_plain(state: tuple) -> dict:
 
 
 def _numpy_state_from_plain(plain: dict) -> tuple:
-    keys = plain["keys"].numpy().astype(np.uint32)
+    keys = plain["keys"].cpu().numpy().astype(np.uint32)
     return (plain["name"], keys, plain["pos"], plain["has_gauss"], plain["cached"])
 
 
@@ -57,9 +81,37 @@ def pick_device(name: str = "auto") -> torch.device:
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        if _has_mps():
             return torch.device("mps")
         return torch.device("cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("trainer.device=cuda but no CUDA device is available")
+        from minitrans.config import ConfigError
+
+        raise ConfigError("trainer.device: cuda was asked for, but torch sees no CUDA device")
     return torch.device(name)
+
+
+class StopRequest:
+    """While active, SIGINT (Ctrl-C) and SIGTERM only set ``signal``; the training loop checks it
+    after each step, writes a checkpoint and stops. A second signal stops at once."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self._previous: dict = {}
+
+    def __enter__(self) -> StopRequest:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread: leave signals alone
+                pass
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.signal is not None:
+            raise KeyboardInterrupt
+        self.signal = signum
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)

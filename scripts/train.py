@@ -1,50 +1,95 @@
 """Train a model: ``python scripts/train.py [key=value ...]``; ``-m`` sweeps (Hydra multirun).
 
-Thin by design: it turns the Hydra config into typed dataclasses and calls the library.
+Several processes: ``torchrun --nproc_per_node=N scripts/train.py [key=value ...]``. Every rank
+runs this script; they share one run folder (``hydra.run.dir``, chosen by rank 0 unless given).
+
+Thin by design: it turns the Hydra config into typed dataclasses and calls the library. Any
+problem it can name (a bad key or value, missing data, an unreadable checkpoint, a diverged
+run) ends the process with one ``error: ...`` line on stderr and a non-zero exit code: 2 for
+configuration, 1 for the rest; a run stopped by SIGINT/SIGTERM exits with 128 + the signal.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import time
 from pathlib import Path
 
-import datasets
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from minitrans.config import ConfigError, check_command_line, register_configs, to_dataclass
-from minitrans.trainer import summary_line, train
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 log = logging.getLogger("minitrans")
 register_configs()
-datasets.disable_progress_bars()  # tqdm shows training progress; corpus preparation stays quiet
+
+
+def fail(message: str, code: int) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    # imported here so that a mistyped command line is refused in a second, not after torch loads
+    import datasets
+
+    from minitrans.checkpoint import CheckpointError
+    from minitrans.trainer import TrainingError, TrainingStopped, summary_line, train
+
+    datasets.disable_progress_bars()  # tqdm shows training progress; corpus preparation stays quiet
     hydra_cfg = HydraConfig.get()
     is_sweep = hydra_cfg.mode == RunMode.MULTIRUN
     try:
-        train_cfg = to_dataclass(cfg)
+        summary = train(to_dataclass(cfg), hydra_cfg.runtime.output_dir)
     except ConfigError as error:
         if is_sweep:  # refuse this combination, keep the rest of the sweep going
             log.error("skipping job %s: %s", hydra_cfg.job.override_dirname, error)
             return None
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
-    out_dir = hydra_cfg.runtime.output_dir
-    summary = train(train_cfg, out_dir)
-    print(summary_line(summary, out_dir))
+        fail(str(error), 2)
+    except (CheckpointError, TrainingError) as error:
+        fail(str(error), 1)
+    except TrainingStopped as stopped:
+        if int(os.environ.get("RANK", 0)) == 0:  # every rank stopped at the same step
+            print(str(stopped), file=sys.stderr)
+        raise SystemExit(stopped.exit_code) from None
+    if summary is None:  # a rank other than 0 under torchrun
+        return None
+    print(summary_line(summary, hydra_cfg.runtime.output_dir))
     return summary["valid"]["bleu"]
+
+
+def torchrun_overrides(args: list[str]) -> list[str]:
+    """Under torchrun, every rank must write to the same run folder: rank 0 picks the time
+    stamp that Hydra's default folder name (conf/hydra/default.yaml) would use, and only rank 0
+    writes Hydra's files and logs."""
+    from minitrans import distributed
+
+    info = distributed.init()
+    extra = []
+    if not any(arg.startswith(("hydra.run.dir=", "hydra.sweep.dir=")) for arg in args):
+        stamp = distributed.broadcast_object(time.strftime("%Y-%m-%d/%H-%M-%S"), info)
+        extra += [f"hydra.run.dir=outputs/{stamp}", f"hydra.sweep.dir=multirun/{stamp}"]
+    if not info.is_main:
+        extra += ["hydra.output_subdir=null", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
+    return extra
 
 
 if __name__ == "__main__":
     problem = check_command_line(sys.argv[1:], CONFIG_DIR)
     if problem is not None:
-        print(f"error: {problem}", file=sys.stderr)
-        raise SystemExit(2)
-    main()
+        fail(problem, 2)
+    if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+        sys.argv += torchrun_overrides(sys.argv[1:])
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C before training started, or a second one during it
+        fail("interrupted", 130)
+    finally:
+        if "minitrans.distributed" in sys.modules:
+            sys.modules["minitrans.distributed"].shutdown()

@@ -1,0 +1,69 @@
+"""What a training run reports: validation during training, the final test evaluation, and
+``summary.json`` (read by sweeps and ``compare.py``), each logged to TensorBoard as it goes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import datasets
+from torch.utils.tensorboard import SummaryWriter
+
+from minitrans.config import TrainerConfig
+from minitrans.evaluation import evaluate_split, validation_loss
+from minitrans.tblog import log_validation_samples
+from minitrans.translate import Translator
+
+
+def validate(
+    translator: Translator, valid: datasets.Dataset, tcfg: TrainerConfig, writer: SummaryWriter | None, step: int
+) -> dict:
+    """Validation loss, BLEU and chrF; sample translations and attention maps to TensorBoard."""
+    limit = translator.max_len  # the loss needs pairs the model has positions for
+    fits = valid.filter(lambda row: len(row["src_ids"]) <= limit and len(row["tgt_ids"]) < limit)
+    longest = max((len(s) + len(t) + 1 for s, t in zip(fits["src_ids"], fits["tgt_ids"])), default=1)
+    loss = validation_loss(translator.model, fits, max(tcfg.batch_tokens, longest), translator.device)
+    scores, hyps = evaluate_split(translator, valid, limit=tcfg.eval_sentences, max_output_ratio=tcfg.max_output_ratio)
+    metrics = {"loss": loss, "bleu": scores["bleu"], "chrf": scores["chrf"]}
+    if writer is not None:
+        for name, value in metrics.items():
+            writer.add_scalar(f"valid/{name}", value, step)
+        count = min(tcfg.sample_sentences, len(hyps))
+        log_validation_samples(writer, translator, valid.select(range(count)), hyps[:count], step)
+    return metrics
+
+
+def evaluate_tests(
+    translator: Translator, splits: dict[str, datasets.Dataset], tcfg: TrainerConfig, out_dir: Path, writer, step: int
+) -> dict[str, dict]:
+    """Score every test split (with BLEU by source length) and keep its hypotheses under
+    ``out_dir/translations``."""
+    out = Path(out_dir) / "translations"
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for name, split in splits.items():
+        scores, hyps = evaluate_split(
+            translator,
+            split,
+            with_buckets=True,
+            beam=tcfg.beam_size,
+            length_penalty=tcfg.length_penalty,
+            max_output_ratio=tcfg.max_output_ratio,
+        )
+        (out / f"{name}.hyp.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+        results[name] = scores
+        writer.add_scalar(f"test/{name}/bleu", scores["bleu"], step)
+    return results
+
+
+def write_summary(out_dir: Path, summary: dict) -> None:
+    (Path(out_dir) / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+
+
+def summary_line(summary: dict, out_dir: str | Path) -> str:
+    test, valid = summary["test"], summary["valid"]
+    return (
+        f"{summary['model']} ({summary['params']:,} params): test BLEU {test['bleu']:.2f} chrF {test['chrf']:.2f} | "
+        f"valid BLEU {valid['bleu']:.2f} loss {valid['loss']:.3f} | {summary['steps']} steps, "
+        f"{summary['train_seconds']:.0f} s training | {out_dir}"
+    )

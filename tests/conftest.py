@@ -1,0 +1,86 @@
+"""Shared fixtures: a tiny training configuration, as Hydra overrides or as a TrainConfig, and
+a way to run ``scripts/train.py`` in a subprocess. Tiny means seconds per run on one CPU core."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN_SCRIPT = REPO / "scripts" / "train.py"
+
+# A few hundred short generated pairs, a model of ~40k parameters, one thread, quiet output.
+TINY = [
+    "data.num_train=120",
+    "data.num_valid=12",
+    "data.num_test=12",
+    "data.min_words=3",
+    "data.max_words=10",
+    "data.vocab_size=400",
+    "model.d_model=32",
+    "model.num_heads=2",
+    "model.d_ff=64",
+    "model.num_encoder_layers=1",
+    "model.num_decoder_layers=1",
+    "trainer.batch_tokens=400",
+    "trainer.warmup_steps=10",
+    "trainer.eval_sentences=4",
+    "trainer.sample_sentences=0",
+    "trainer.num_threads=1",
+    "trainer.progress=false",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_overrides(tmp_path_factory) -> list[str]:
+    """Hydra overrides for a tiny run; the tokenizer/corpus cache is shared by the session."""
+    cache = tmp_path_factory.mktemp("minitrans-cache")
+    return [*TINY, f"data.cache_dir={cache}"]
+
+
+@pytest.fixture(scope="session")
+def tiny_config(tiny_overrides):
+    """``tiny_config(*overrides)`` -> a validated TrainConfig, composed as scripts/train.py does."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from minitrans.config import register_configs, to_dataclass
+
+    register_configs()
+
+    def make(*overrides: str):
+        GlobalHydra.instance().clear()
+        try:
+            with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+                return to_dataclass(compose(config_name="train", overrides=[*tiny_overrides, *overrides]))
+        finally:
+            GlobalHydra.instance().clear()
+
+    return make
+
+
+def train_command(*args: str) -> list[str]:
+    return [sys.executable, str(TRAIN_SCRIPT), *args]
+
+
+def script_env() -> dict[str, str]:
+    """The environment for a training subprocess: one thread, no colour, no stray torchrun."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", HYDRA_FULL_ERROR="0", PYTHONUNBUFFERED="1")
+    return env
+
+
+@pytest.fixture
+def run_train():
+    """``run_train(*args, timeout=...)`` runs scripts/train.py and returns the CompletedProcess."""
+
+    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            train_command(*args), cwd=REPO, env=script_env(), capture_output=True, text=True, timeout=timeout
+        )
+
+    return run

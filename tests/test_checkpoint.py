@@ -1,0 +1,211 @@
+"""Checkpoints: atomic writes that survive a failure or a kill mid-save, loading that never runs
+code from the file (whatever the environment says), and one clear error for a bad file."""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+import minitrans.checkpoint as checkpoint
+from minitrans.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+
+
+def payload(value: float) -> dict:
+    return {"model": {"weight": torch.full((4, 3), value)}, "step": int(value), "tokenizer": {"src": b"\x00proto"}}
+
+
+def leftovers(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_round_trip_writes_a_plain_file_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "ckpt" / "last.pt"
+    save_checkpoint(payload(1.0), path)
+    loaded = load_checkpoint(path)
+    assert loaded["format"] == checkpoint.FORMAT and loaded["step"] == 1
+    assert torch.equal(loaded["model"]["weight"], torch.ones(4, 3)) and loaded["tokenizer"]["src"] == b"\x00proto"
+    assert leftovers(path.parent) == []
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask  # not mkstemp's private 0600
+
+
+def test_a_save_that_fails_half_way_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+    path = tmp_path / "last.pt"
+    save_checkpoint(payload(1.0), path)
+    real_save = torch.save
+
+    def half_then_fail(obj, file):
+        buffer = io.BytesIO()
+        real_save(obj, buffer)
+        file.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+        raise OSError("disk full")
+
+    monkeypatch.setattr(checkpoint.torch, "save", half_then_fail)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(payload(2.0), path)
+    monkeypatch.undo()
+    assert load_checkpoint(path)["step"] == 1
+    assert leftovers(tmp_path) == []
+
+
+def test_a_process_killed_during_a_save_leaves_the_previous_checkpoint_intact(tmp_path):
+    path = tmp_path / "last.pt"
+    save_checkpoint(payload(1.0), path)
+    code = f"""
+import io, os, signal, torch
+import minitrans.checkpoint as checkpoint
+real_save = torch.save
+def half_then_die(obj, file):
+    buffer = io.BytesIO()
+    real_save(obj, buffer)
+    file.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+    file.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+checkpoint.torch.save = half_then_die
+checkpoint.save_checkpoint({{"model": {{"w": torch.zeros(1000)}}, "step": 2}}, {str(path)!r})
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert result.returncode == -9
+    assert load_checkpoint(path)["step"] == 1  # the half-written file was never renamed over it
+
+
+def test_loading_passes_weights_only_explicitly(tmp_path, monkeypatch):
+    path = tmp_path / "last.pt"
+    save_checkpoint(payload(1.0), path)
+    calls = []
+    real_load = torch.load
+    monkeypatch.setattr(checkpoint.torch, "load", lambda *a, **k: calls.append(k) or real_load(*a, **k))
+    load_checkpoint(path)
+    assert calls and all(call.get("weights_only") is True for call in calls)
+
+
+class Payload:
+    """Unpickling this runs ``touch marker``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def malicious_checkpoint(tmp_path: Path, protocol: int = 2) -> tuple[Path, Path]:
+    marker = tmp_path / "pwned"
+    path = tmp_path / f"evil{protocol}.pt"
+    torch.save(
+        {"format": checkpoint.FORMAT, "version": 1, "model": {}, "evil": Payload(marker)},
+        path,
+        pickle_protocol=protocol,
+    )
+    return path, marker
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+@pytest.mark.parametrize("force_unsafe", [False, True])
+def test_a_checkpoint_that_would_run_code_is_refused_without_running_it(tmp_path, monkeypatch, protocol, force_unsafe):
+    if force_unsafe:  # torch honours it only where weights_only is not passed; we pass it
+        monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    path, marker = malicious_checkpoint(tmp_path, protocol)
+    with pytest.raises(CheckpointError, match="refused") as error:
+        load_checkpoint(path)
+    assert not marker.exists()
+    assert "\n" not in str(error.value)
+
+
+def test_torchs_own_safe_loader_is_a_second_line_of_defence(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    monkeypatch.setattr(checkpoint, "_unsafe_global", lambda data, path: None)  # without our own scan
+    path, marker = malicious_checkpoint(tmp_path)
+    with pytest.raises(CheckpointError, match=r"safe loader \(weights_only=True\)"):
+        load_checkpoint(path)
+    assert not marker.exists()
+
+
+def test_the_scan_holds_even_if_torch_load_was_patched_to_unpickle_anything(tmp_path, monkeypatch):
+    real_load = torch.load
+    monkeypatch.setattr(checkpoint.torch, "load", lambda *a, **k: real_load(*a, **{**k, "weights_only": False}))
+    path, marker = malicious_checkpoint(tmp_path)
+    with pytest.raises(CheckpointError, match="posix.system|os.system|nt.system"):
+        load_checkpoint(path)
+    assert not marker.exists()
+
+
+def truncated(path: Path, tmp_path: Path) -> Path:
+    data = path.read_bytes()
+    out = tmp_path / "truncated.pt"
+    out.write_bytes(data[: len(data) // 2])
+    return out
+
+
+def flipped(path: Path, tmp_path: Path) -> Path:
+    """One byte of the weights changed: the zip is whole but a member fails its CRC."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = next(i for i in archive.infolist() if "/data/" in i.filename)
+    header = info.header_offset  # local header: 30 bytes, then the name and extra field
+    name_length = int.from_bytes(data[header + 26 : header + 28], "little")
+    extra_length = int.from_bytes(data[header + 28 : header + 30], "little")
+    data[header + 30 + name_length + extra_length + 5] ^= 0xFF
+    out = tmp_path / "flipped.pt"
+    out.write_bytes(bytes(data))
+    return out
+
+
+def garbage(path: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "garbage.pt"
+    out.write_bytes(os.urandom(3000))
+    return out
+
+
+def empty(path: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "empty.pt"
+    out.write_bytes(b"")
+    return out
+
+
+def plain_pickle(path: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "plain.pkl"
+    out.write_bytes(pickle.dumps({"format": checkpoint.FORMAT}))
+    return out
+
+
+def foreign(path: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "foreign.pt"
+    torch.save({"weight": torch.zeros(2)}, out)
+    return out
+
+
+def missing(path: Path, tmp_path: Path) -> Path:
+    return tmp_path / "nowhere.pt"
+
+
+@pytest.mark.parametrize("damage", [truncated, flipped, garbage, empty, plain_pickle, foreign, missing])
+def test_a_bad_file_gives_one_clear_line(tmp_path, damage):
+    good = tmp_path / "good.pt"
+    save_checkpoint(payload(1.0), good)
+    bad = damage(good, tmp_path)
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(bad)
+    message = str(error.value)
+    assert "\n" not in message and str(bad) in message
+    assert any(word in message for word in ("truncated", "corrupt", "not a minitrans", "no checkpoint"))
+
+
+def test_a_torch_with_known_weights_only_holes_is_warned_about(tmp_path, monkeypatch):
+    from torch.torch_version import TorchVersion
+
+    path = tmp_path / "last.pt"
+    save_checkpoint(payload(1.0), path)
+    monkeypatch.setattr(checkpoint.torch, "__version__", TorchVersion("2.5.1"))
+    with pytest.warns(UserWarning, match="CVE-2025-32434.*torch>=2.10"):
+        load_checkpoint(path)

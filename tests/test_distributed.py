@@ -1,0 +1,80 @@
+"""Multi-process training: shards of a global batch, and a real 2-process torchrun (gloo, CPU)
+that resumes a 1-process checkpoint and ends where one process would, within rounding."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import TRAIN_SCRIPT, script_env
+from test_resume import scalars, weights
+
+from minitrans.checkpoint import load_checkpoint
+from minitrans.distributed import DistInfo, shard
+from minitrans.trainer import train
+
+
+def test_every_sentence_of_a_global_batch_goes_to_exactly_one_rank():
+    batch = list(range(10, 17))
+    shards = [shard(batch, DistInfo(rank=r, world_size=3)) for r in range(3)]
+    assert sorted(i for mine, weight in shards for i in mine) == batch
+    assert [len(mine) for mine, _ in shards] == [3, 2, 2] and all(weight == 1.0 for _, weight in shards)
+    assert shard(batch, DistInfo()) == (batch, 1.0)
+
+
+def test_a_rank_without_a_sentence_still_steps_with_weight_zero():
+    assert shard([7], DistInfo(rank=1, world_size=2)) == ([7], 0.0)
+
+
+# Same global batches in both runs; only the order of float additions differs (the all-reduce
+# sums two half-batch gradients). Losses agree to 1e-4 (relative). Weights agree to 1e-3: a
+# parameter whose true gradient is zero (a key bias: softmax ignores a constant shift) gets
+# pure rounding noise, which Adam turns into steps of up to the learning rate (1e-3 here).
+LOSS_TOLERANCE = 1e-4
+WEIGHT_TOLERANCE = 1e-3
+
+
+@pytest.mark.slow
+def test_two_processes_resume_a_run_and_match_one_process(tmp_path, tiny_overrides, tiny_config):
+    common = ["model.dropout=0", "trainer.log_every=1", "trainer.eval_every=1000"]  # no dropout: the masks differ
+    threads = torch.get_num_threads()
+    try:
+        train(tiny_config(*common, "trainer.max_steps=12"), tmp_path / "one")  # the reference
+        train(tiny_config(*common, "trainer.max_steps=4"), tmp_path / "start")  # 4 steps in one process
+    finally:
+        torch.set_num_threads(threads)
+    start = tmp_path / "start" / "checkpoints" / "last.pt"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(TRAIN_SCRIPT),
+        *tiny_overrides,
+        *common,
+        "trainer.max_steps=12",
+        f"trainer.resume_from={start}",
+    ]  # no hydra.run.dir: rank 0 picks one folder for both ranks
+    result = subprocess.run(command, cwd=workdir, env=script_env(), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = list((workdir / "outputs").glob("*/*"))
+    assert len(runs) == 1, runs
+    run = runs[0]
+    assert len(list(run.glob("events.out.tfevents.*"))) == 1  # only rank 0 logs
+    assert "resumed from" in (run / "train.log").read_text() and "2 process(es)" in (run / "train.log").read_text()
+    assert result.stdout.count("test BLEU") == 1  # only rank 0 reports
+
+    reference, resumed = scalars(tmp_path / "one", "train/loss"), scalars(run, "train/loss")
+    assert sorted(resumed) == list(range(5, 13))
+    for step in resumed:
+        assert resumed[step] == pytest.approx(reference[step], rel=LOSS_TOLERANCE), step
+    one, two = weights(tmp_path / "one"), weights(run)
+    for name in one:
+        torch.testing.assert_close(two[name], one[name], rtol=0, atol=WEIGHT_TOLERANCE, msg=name)
+    saved = load_checkpoint(run / "checkpoints" / "last.pt")
+    assert saved["world_size"] == 2 and len(saved["rng"]) == 2  # each rank's generators

@@ -1,0 +1,202 @@
+"""Runs you can trust: a run killed (SIGKILL) and re-run into its folder ends bitwise equal to
+one that never stopped, with the same per-step losses; SIGTERM / SIGINT checkpoint and exit
+cleanly; non-finite steps are skipped, then stop the run; the same seed gives the same weights."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import REPO, script_env, train_command
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from minitrans.checkpoint import load_checkpoint
+from minitrans.trainer import Trainer, TrainingError, train
+
+LOGGED = ["trainer.log_every=1", "trainer.eval_every=1000"]  # every step's loss; no evaluation on the way
+
+
+def scalars(run: Path, tag: str) -> dict[int, float]:
+    events = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    events.Reload()  # reads every event file of the folder, honouring purge_step
+    steps = [(event.step, event.value) for event in events.Scalars(tag)]
+    assert len(steps) == len({step for step, _ in steps}), f"{tag} logged twice for a step"
+    return dict(steps)
+
+
+def weights(run: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(run / "checkpoints" / "last.pt")["model"]
+
+
+def assert_bitwise_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+def state(run: Path) -> dict:
+    return load_checkpoint(run / "checkpoints" / "last.pt")["state"]
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_bitwise_at_an_epoch_boundary_and_mid_epoch(tmp_path, tiny_overrides, run_train):
+    common = [*tiny_overrides, *LOGGED, "model.dropout=0.2"]  # dropout: the torch generator must be restored
+    reference = tmp_path / "reference"
+    done = run_train(*common, "trainer.max_steps=40", f"hydra.run.dir={reference}")
+    assert done.returncode == 0, done.stderr
+    epochs = scalars(reference, "train/epoch")
+    epoch_length = max(step for step, epoch in epochs.items() if epoch == 0)
+    assert 6 < epoch_length < 30, "the tiny corpus should make a few epochs of a few batches"
+
+    # 1) killed right after the checkpoint that closes epoch 0 (every step checkpoints here)
+    run = tmp_path / "run"
+    killed = run_train(
+        *common,
+        "trainer.max_steps=40",
+        "trainer.checkpoint_every=1",
+        f"trainer.crash_at_step={epoch_length}",
+        f"hydra.run.dir={run}",
+    )
+    assert killed.returncode == -signal.SIGKILL
+    assert (state(run)["epoch"], state(run)["batch_in_epoch"]) == (0, epoch_length)
+
+    # 2) resumed there, then killed mid-epoch two steps after a checkpoint: those two are redone
+    every = 4
+    checkpointed = (epoch_length // every + 1) * every
+    if checkpointed % epoch_length == 0:
+        checkpointed += every
+    killed = run_train(
+        *common,
+        "trainer.max_steps=40",
+        f"trainer.checkpoint_every={every}",
+        f"trainer.crash_at_step={checkpointed + 2}",
+        f"hydra.run.dir={run}",
+    )
+    assert killed.returncode == -signal.SIGKILL
+    assert state(run)["step"] == checkpointed and 0 < state(run)["batch_in_epoch"] < epoch_length
+
+    # 3) resumed mid-epoch and run to the end
+    finished = run_train(*common, "trainer.max_steps=40", f"hydra.run.dir={run}")
+    assert finished.returncode == 0, finished.stderr
+    assert "resumed from" in (run / "train.log").read_text()
+    assert_bitwise_equal(weights(run), weights(reference))
+    assert scalars(run, "train/loss") == scalars(reference, "train/loss")  # every step, 1..40
+    assert state(run)["step"] == 40 and state(run)["epoch"] == state(reference)["epoch"]
+
+
+@pytest.mark.slow
+def test_sigterm_and_sigint_checkpoint_exit_cleanly_and_the_rerun_resumes(tmp_path, tiny_overrides):
+    run = tmp_path / "run"
+    args = [*tiny_overrides, *LOGGED, "trainer.max_steps=100000", "trainer.checkpoint_every=2", f"hydra.run.dir={run}"]
+    last = run / "checkpoints" / "last.pt"
+    steps = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        before = last.stat().st_mtime_ns if last.exists() else None
+        process = subprocess.Popen(
+            train_command(*args), cwd=REPO, env=script_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 120
+        while not (last.exists() and last.stat().st_mtime_ns != before) and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.2)
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 128 + sig, err
+        message = [line for line in err.splitlines() if line.strip()][-1]
+        assert message.startswith(f"stopped by {signal.Signals(sig).name} after step ")
+        assert "checkpoint saved" in message and "Traceback" not in out + err
+        steps.append(load_checkpoint(last)["state"]["step"])
+        assert f"after step {steps[-1]};" in message  # the checkpoint holds the step it names
+    assert steps[1] > steps[0]
+    assert (run / "train.log").read_text().count("resumed from") == 1
+
+
+def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeypatch):
+    import minitrans.trainer as trainer_module
+
+    cfg = tiny_config("trainer.max_steps=6", "trainer.max_bad_steps=3", "trainer.eval_every=1000")
+    calls = {"count": 0}
+    real_loss = trainer_module.token_loss
+
+    def poisoned(logits, tgt_out, smoothing):  # batches 3 and 4 give NaN: two bad steps in a row
+        calls["count"] += 1
+        loss = real_loss(logits, tgt_out, smoothing)
+        return loss * float("nan") if calls["count"] in (3, 4) else loss
+
+    monkeypatch.setattr(trainer_module, "token_loss", poisoned)
+    trainer = Trainer(cfg, tmp_path / "run")
+    trainer.fit()
+    assert trainer.state.step == 6 and trainer.state.skipped_steps == 2 and trainer.state.bad_steps == 0
+    assert trainer.state.batch_in_epoch == 8  # the skipped batches were used up, not retried
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+
+
+def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact(tmp_path, tiny_config, monkeypatch):
+    import minitrans.trainer as trainer_module
+
+    cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=3", "trainer.checkpoint_every=2")
+    real_loss = trainer_module.token_loss
+    trainer = Trainer(cfg, tmp_path / "run")
+    monkeypatch.setattr(
+        trainer_module,
+        "token_loss",
+        lambda *a: real_loss(*a) * (float("inf") if trainer.state.step >= 5 else 1.0),
+    )
+    with pytest.raises(TrainingError, match="3 non-finite steps in a row after step 5") as error:
+        trainer.fit()
+    assert "\n" not in str(error.value) and "trainer.max_bad_steps" in str(error.value)
+    saved = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
+    assert saved["state"]["step"] == 4
+    assert all(torch.isfinite(t).all() for t in saved["model"].values())
+
+
+@pytest.mark.slow
+def test_a_diverging_run_exits_with_one_error_line(tmp_path, tiny_overrides, run_train):
+    run = tmp_path / "run"
+    # a learning rate of 1e30 makes the weights overflow after the first update
+    result = run_train(
+        *tiny_overrides,
+        "trainer.lr=1e30",
+        "trainer.warmup_steps=0",
+        "trainer.max_bad_steps=3",
+        "trainer.checkpoint_every=1",
+        f"hydra.run.dir={run}",
+    )
+    assert result.returncode == 1
+    last_line = [line for line in result.stderr.splitlines() if line.strip()][-1]
+    assert last_line.startswith("error: 3 non-finite steps in a row") and "Traceback" not in result.stderr
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["state"]["step"] == 1
+
+
+def test_the_same_seed_gives_bitwise_the_same_weights_and_another_seed_does_not(tmp_path, tiny_config):
+    threads = torch.get_num_threads()
+    try:
+        runs = {}
+        for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+            cfg = tiny_config(f"seed={seed}", "trainer.max_steps=8", "trainer.eval_every=1000", "model.dropout=0.2")
+            train(cfg, tmp_path / name)
+            runs[name] = weights(tmp_path / name)
+    finally:
+        torch.set_num_threads(threads)
+    assert_bitwise_equal(runs["a"], runs["b"])
+    assert any(not torch.equal(runs["a"][k], runs["c"][k]) for k in runs["a"])
+
+
+def test_a_run_folder_resumes_only_the_model_and_data_it_was_trained_with(tmp_path, tiny_config):
+    from minitrans.checkpoint import CheckpointError
+    from minitrans.config import ConfigError
+
+    run = tmp_path / "run"
+    train(tiny_config("trainer.max_steps=2", "trainer.eval_every=1000"), run)
+    with pytest.raises(ConfigError, match=r"^model\.d_model: .* was trained with 32, not 48;"):
+        Trainer(tiny_config("trainer.max_steps=4", "model.d_model=48"), run)
+    (run / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="corrupt .*trainer.resume=false"):
+        Trainer(tiny_config("trainer.max_steps=4"), run)
+    best = run / "checkpoints" / "best.pt"  # weights only: nothing to resume training from
+    with pytest.raises(CheckpointError, match="weights only"):
+        Trainer(tiny_config("trainer.max_steps=4", f"trainer.resume_from={best}"), tmp_path / "other")
