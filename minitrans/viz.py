@@ -1,0 +1,225 @@
+"""Attention heatmaps with the subword tokens on both axes, for TensorBoard and PNG files.
+
+Figures are plain :class:`matplotlib.figure.Figure` objects drawn on the non-interactive Agg
+canvas: pyplot is never imported, no global backend is switched, and a figure is freed as
+soon as nothing refers to it (there is no pyplot registry to ``close`` it from).
+
+Every map is drawn on one fixed 0-1 colour scale, so pictures of different heads, layers and
+training steps compare by eye. The axes of each kind of map, as
+:meth:`minitrans.translate.Translator.attention_maps` returns them ``{kind: [per-layer
+(H, Lq, Lk)]}``:
+
+    enc_self   rows and columns: source pieces (ending in ``</s>``)
+    dec_self   rows and columns: decoder inputs, ``<s>`` + target pieces
+    cross      rows: output tokens, target pieces + ``</s>``; columns: source pieces
+
+Shape legend: H heads, Lq query (row) length, Lk key (column) length.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+KIND_TITLES = {
+    "enc_self": "encoder self-attention",
+    "dec_self": "decoder masked self-attention",
+    "cross": "cross-attention (rows: output tokens, columns: source)",
+}
+CMAP = "viridis"
+MAX_HEADS_PER_ROW = 4
+MAX_ROW_INCHES = 20.0  # fewer heads to a row when sentences are long
+MAX_LABEL_CHARS = 16
+DPI = 100
+
+
+def sentence_tokens(
+    tokenizer, src_ids: Sequence[int], tgt_ids: Sequence[int]
+) -> tuple[list[str], list[str], list[str]]:
+    """The three axes of a sentence pair's maps: source pieces (``src_ids`` end in EOS),
+    decoder inputs ``<s>`` + target pieces, and output tokens target pieces + ``</s>``."""
+    target = tokenizer.tgt_pieces(tgt_ids)
+    return (
+        tokenizer.src_pieces(src_ids),
+        [tokenizer.tgt.id_to_piece(tokenizer.bos_id), *target],
+        [*target, tokenizer.tgt.id_to_piece(tokenizer.eos_id)],
+    )
+
+
+def _label(token: str) -> str:
+    """A tick label that matplotlib prints literally ("$" would start mathtext), cut if very long."""
+    if len(token) > MAX_LABEL_CHARS:
+        token = token[: MAX_LABEL_CHARS - 1] + "…"
+    return token.replace("$", r"\$")
+
+
+def _cell_inches(num_rows: int, num_cols: int) -> float:
+    """Cells shrink as sentences grow, so a long sentence stays a picture, not a poster."""
+    return float(np.clip(5.0 / max(num_rows, num_cols, 1), 0.13, 0.3))
+
+
+def _text_inches(tokens: Sequence[str], font: float) -> float:
+    """Room a column of tick labels needs (a generous estimate; no text is measured, which
+    would cost a draw)."""
+    longest = max((len(t) for t in tokens), default=1)
+    return min(longest, MAX_LABEL_CHARS) * font * 0.6 / 72 + 0.1
+
+
+def _draw_grid(
+    panels: list[list[torch.Tensor]],
+    row_tokens: Sequence[str],
+    col_tokens: Sequence[str],
+    title: str,
+    panel_titles: list[list[str]],
+) -> Figure:
+    """A grid of (Lq, Lk) heatmaps sharing the token axes and one colour bar.
+
+    Row tokens label the first panel of each grid row; column tokens sit on top of every
+    panel, rotated, so each panel reads on its own. The layout is computed in inches from the
+    sentence lengths (a layout engine would measure every label: several times slower).
+    """
+    num_rows, num_cols = len(row_tokens), len(col_tokens)
+    grid_rows, grid_cols = len(panels), max(len(row) for row in panels)
+    cell = _cell_inches(num_rows, num_cols)
+    font = float(np.clip(cell * 72 * 0.75, 6, 10))
+    panel_w, panel_h = num_cols * cell, num_rows * cell
+    left, top_labels = _text_inches(row_tokens, font), _text_inches(col_tokens, font)
+    panel_title = 1.6 * (font + 1) / 72 if any(any(row) for row in panel_titles) else 0.0
+    gap_x, gap_y, bar_w = 0.15, 0.25, 0.9
+    width = max(left + grid_cols * panel_w + (grid_cols - 1) * gap_x + bar_w, 3.0)
+    title_font = font + 3
+    title_lines = textwrap.wrap(title, max(20, int(width * 72 / (0.55 * title_font)))) or [""]
+    title_h = len(title_lines) * 1.4 * title_font / 72 + 0.3
+    height = max(title_h + grid_rows * (top_labels + panel_title + panel_h) + (grid_rows - 1) * gap_y + 0.15, 2.0)
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(fig)
+    image = None
+    for r, row in enumerate(panels):
+        bottom = (
+            height - title_h - r * (top_labels + panel_title + panel_h + gap_y) - top_labels - panel_title - panel_h
+        )
+        for c, weights in enumerate(row):
+            x = left + c * (panel_w + gap_x)
+            ax = fig.add_axes((x / width, bottom / height, panel_w / width, panel_h / height))
+            image = ax.imshow(
+                weights.detach().float().cpu().numpy(),
+                cmap=CMAP,
+                vmin=0.0,
+                vmax=1.0,
+                aspect="auto",
+                interpolation="nearest",
+            )
+            if panel_titles[r][c]:
+                ax.set_title(panel_titles[r][c], fontsize=font + 1, pad=3)  # placed above the top tick labels
+            ax.xaxis.tick_top()
+            ax.set_xticks(range(num_cols), [_label(t) for t in col_tokens], rotation=90, fontsize=font)
+            ax.set_yticks(range(num_rows), [_label(t) for t in row_tokens] if c == 0 else [], fontsize=font)
+            ax.tick_params(length=0, pad=1)
+    if image is not None:
+        bar_h = min(height - title_h - 0.3, max(panel_h, 1.5))
+        bar_bottom = height - title_h - top_labels - panel_title - bar_h
+        bar = fig.add_axes(((width - bar_w + 0.15) / width, bar_bottom / height, 0.12 / width, bar_h / height))
+        fig.colorbar(image, cax=bar)
+        bar.tick_params(labelsize=font)
+    fig.suptitle("\n".join(title_lines), fontsize=title_font, y=1 - 0.08 / height, va="top")
+    return fig
+
+
+def attention_figure(maps: torch.Tensor, row_tokens: list[str], col_tokens: list[str], title: str) -> Figure:
+    """One layer's maps (H, Lq, Lk): heads as panels (at most four to a row), the tokens on
+    both axes, one 0-1 colour scale with a colour bar."""
+    if maps.dim() != 3 or maps.shape[1:] != (len(row_tokens), len(col_tokens)):
+        raise ValueError(
+            f"maps of shape {tuple(maps.shape)} do not match {len(row_tokens)} row and {len(col_tokens)} column tokens"
+        )
+    num_heads = maps.shape[0]
+    panel_inches = maps.shape[2] * _cell_inches(maps.shape[1], maps.shape[2]) + 0.15
+    most = max(1, min(num_heads, MAX_HEADS_PER_ROW, int(MAX_ROW_INCHES // panel_inches)))
+    per_row = math.ceil(num_heads / math.ceil(num_heads / most))  # balanced rows: 2 + 2, not 3 + 1
+    panels, titles = [], []
+    for start in range(0, num_heads, per_row):
+        heads = range(start, min(start + per_row, num_heads))
+        panels.append([maps[h] for h in heads])
+        titles.append([f"head {h + 1}" if num_heads > 1 else "" for h in heads])
+    return _draw_grid(panels, row_tokens, col_tokens, title, titles)
+
+
+def _axes_for(kind: str, src_tokens, tgt_in_tokens, tgt_out_tokens) -> tuple[list[str], list[str]]:
+    if kind == "enc_self":
+        return list(src_tokens), list(src_tokens)
+    if kind == "dec_self":
+        return list(tgt_in_tokens), list(tgt_in_tokens)
+    if kind == "cross":
+        return list(tgt_out_tokens), list(src_tokens)
+    raise ValueError(f"unknown attention kind {kind!r}")
+
+
+def attention_figures(
+    attention: dict[str, list[torch.Tensor]],
+    src_tokens: Sequence[str],
+    tgt_in_tokens: Sequence[str],
+    tgt_out_tokens: Sequence[str],
+    title_prefix: str = "",
+) -> dict[str, Figure]:
+    """One figure per kind and layer, keyed ``"enc_self/layer1"``, ``"dec_self/layer1"``,
+    ``"cross/layer1"`` … (layers count from 1). A model without attention gives ``{}``."""
+    figures = {}
+    for kind, layers in attention.items():
+        rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
+        for index, maps in enumerate(layers, start=1):
+            title = f"{title_prefix}{KIND_TITLES.get(kind, kind)}, layer {index} of {len(layers)}"
+            figures[f"{kind}/layer{index}"] = attention_figure(maps, rows, cols, title)
+    return figures
+
+
+def save_attention_png(
+    attention: dict[str, list[torch.Tensor]],
+    src_tokens: Sequence[str],
+    tgt_in_tokens: Sequence[str],
+    tgt_out_tokens: Sequence[str],
+    path: str | Path,
+) -> list[Path]:
+    """Cross-attention of every layer and head as one PNG at ``path``: layers as rows (layer 1
+    on top), heads as columns, output tokens down the side and source pieces along the top.
+
+    Returns the files written: ``[path]``, or ``[]`` when the model has no cross-attention
+    (the fixed-context RNN), in which case nothing is written.
+    """
+    layers = attention.get("cross", [])
+    if not layers:
+        return []
+    rows, cols = _axes_for("cross", src_tokens, tgt_in_tokens, tgt_out_tokens)
+    num_heads = max(maps.shape[0] for maps in layers)
+    panels = [[maps[h] for h in range(maps.shape[0])] for maps in layers]
+    titles = [
+        [f"layer {index}" + (f", head {h + 1}" if num_heads > 1 else "") for h in range(maps.shape[0])]
+        for index, maps in enumerate(layers, start=1)
+    ]
+    fig = _draw_grid(panels, rows, cols, KIND_TITLES["cross"], titles)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    return [path]
+
+
+def figure_to_array(fig: Figure) -> np.ndarray:
+    """Render a figure on the Agg canvas: (height, width, 3) uint8, for ``add_image(dataformats="HWC")``."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+__all__ = [
+    "attention_figure",
+    "attention_figures",
+    "figure_to_array",
+    "save_attention_png",
+    "sentence_tokens",
+]

@@ -1,0 +1,173 @@
+"""compare.py on summaries it makes itself: finding runs and refused jobs, the Markdown table,
+the heads × d_k grid and heatmap, BLEU by length for any set of runs, and the script."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minitrans.compare import compare, comparison_table, find_runs, heads_dk_grid, plot_bleu_by_length, run_labels
+
+PNG = b"\x89PNG\r\n\x1a\n"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def summary(kind="transformer", heads=4, d_k=None, bleu=20.0, name=None, splits=("test",)) -> dict:
+    model = (
+        {"kind": kind, "d_model": 64, "num_heads": heads, "d_k": d_k}
+        if kind == "transformer"
+        else {"kind": kind, "d_hidden": 32}
+    )
+    scores = {
+        "bleu": bleu,
+        "chrf": bleu + 20,
+        "bleu_lowercase": bleu + 1,
+        "by_length": [
+            {"bucket": "1-10", "count": 50, "bleu": bleu + 5},
+            {"bucket": "11-20", "count": 30, "bleu": bleu},
+            {"bucket": "51+", "count": 2, "bleu": bleu - 10},
+        ],
+    }
+    return {
+        "name": name or kind,
+        "model": kind,
+        "params": 123456,
+        "steps": 300,
+        "train_seconds": 95.4,
+        "valid": {"bleu": bleu - 1, "chrf": bleu + 19, "loss": 2.5},
+        "test": scores,
+        "test_splits": {split: scores | {"bleu": bleu + i} for i, split in enumerate(splits)},
+        "config": {"model": model, "data": {"name": "generated"}},
+    }
+
+
+def write_run(folder: Path, data: dict | None) -> Path:
+    (folder / ".hydra").mkdir(parents=True)
+    if data is not None:
+        (folder / "summary.json").write_text(json.dumps(data))
+    return folder
+
+
+@pytest.fixture
+def sweep(tmp_path) -> Path:
+    """A 2 × 2 heads × d_k sweep with one combination refused and one job still running."""
+    root = tmp_path / "multirun" / "2026-01-01" / "12-00-00"
+    write_run(root / "0_model.d_k=8,model.num_heads=1", summary(heads=1, d_k=8, bleu=10.0))
+    write_run(root / "1_model.d_k=16,model.num_heads=1", summary(heads=1, d_k=16, bleu=14.0))
+    write_run(root / "2_model.d_k=8,model.num_heads=2", summary(heads=2, d_k=8, bleu=18.0))
+    refused = write_run(root / "10_model.d_k=16,model.num_heads=3,model.d_model=64", None)
+    (refused / "train.log").write_text(
+        "[2026-01-01 12:00:00,000][minitrans][ERROR] - skipping job model.num_heads=3: "
+        "model.num_heads: d_model=64 is not divisible by num_heads=3\n"
+    )
+    write_run(root / "11_model.d_k=16,model.num_heads=2", None)
+    return root
+
+
+def test_runs_are_found_in_job_order_and_jobs_without_summary_are_explained(sweep):
+    runs, skipped = find_runs([sweep])
+    assert [run.job.split("_")[0] for run in runs] == ["0", "1", "2"]
+    assert [job.folder.name.split("_")[0] for job in skipped] == ["10", "11"]
+    assert skipped[0].reason == "model.num_heads: d_model=64 is not divisible by num_heads=3"
+    assert "no summary.json" in skipped[1].reason
+    assert runs[0].num_heads == 1 and runs[0].d_k == 8 and runs[0].overrides == "model.d_k=8,model.num_heads=1"
+
+
+def test_table_has_one_row_per_run_and_a_column_pair_per_test_split(tmp_path):
+    write_run(tmp_path / "a", summary(heads=8, d_k=None, splits=("test", "hard")))
+    write_run(tmp_path / "b", summary(kind="rnn", splits=("test",)))
+    runs, _ = find_runs([tmp_path])
+    table = comparison_table(runs)
+    lines = table.strip().splitlines()
+    assert lines[0].startswith(
+        "| run | model | heads | d_k | d_model | parameters | steps | training time | valid BLEU"
+    )
+    assert lines[0].endswith("| test BLEU | test chrF | hard BLEU | hard chrF |")
+    assert len(lines) == 4
+    transformer, rnn = lines[2], lines[3]
+    assert "| 8 | 8 | 64 | 123,456 | 300 | 95 s | 19.00 | 20.00 | 40.00 | 21.00 | 40.00 |" in transformer  # d_k derived
+    assert rnn.startswith("| b | rnn | – | – |") and rnn.endswith("| 20.00 | 40.00 | – | – |")
+
+
+def test_heads_dk_grid_averages_repeats_and_leaves_missing_combinations_empty(sweep):
+    write_run(sweep / "3_model.d_k=8,model.num_heads=2,seed=1", summary(heads=2, d_k=8, bleu=22.0))
+    runs, _ = find_runs([sweep])
+    heads, d_ks, grid, counts = heads_dk_grid(runs)
+    assert heads == [1, 2] and d_ks == [8, 16]
+    assert grid[0].tolist() == [10.0, 14.0]
+    assert grid[1, 0] == 20.0 and counts[1, 0] == 2 and np.isnan(grid[1, 1])
+
+
+def test_no_heatmap_when_heads_and_d_k_do_not_vary(tmp_path):
+    write_run(tmp_path / "0_model=transformer", summary())
+    write_run(tmp_path / "1_model=rnn", summary(kind="rnn"))
+    (tmp_path / "heads_dk_bleu.png").write_bytes(PNG)  # from an earlier comparison
+    result = compare([tmp_path])
+    assert [path.name for path in result.files] == ["comparison.md", "bleu_by_length.png"]
+    assert result.notes == ["no heads_dk_bleu.png: the Transformer runs do not vary num_heads or d_k"]
+    assert not (tmp_path / "heads_dk_bleu.png").exists()
+
+
+def test_labels_are_names_made_unique_by_their_overrides(sweep):
+    runs, _ = find_runs([sweep])
+    assert run_labels(runs)[0] == "transformer (d_k=8, num_heads=1)"
+    runs[1].summary["name"] = "big"
+    assert run_labels(runs)[1] == "big"
+
+
+def test_bleu_by_length_works_for_any_runs_and_skips_runs_without_buckets(tmp_path):
+    write_run(tmp_path / "x", summary(name="Transformer"))
+    write_run(tmp_path / "y", summary(kind="rnn", name="RNN, fixed C"))
+    no_buckets = summary(kind="rnn_attention")
+    del no_buckets["test"]["by_length"]
+    write_run(tmp_path / "z", no_buckets)
+    runs, _ = find_runs([tmp_path])
+    path = plot_bleu_by_length(runs, tmp_path / "by_length.png", title="bottleneck")
+    assert path.read_bytes()[:8] == PNG
+    assert plot_bleu_by_length(runs[2:], tmp_path / "none.png") is None
+    for run in runs[:2]:  # every sentence in one bucket: nothing to plot
+        run.summary["test"]["by_length"] = run.summary["test"]["by_length"][:1]
+    assert plot_bleu_by_length(runs, tmp_path / "one_bucket.png") is None
+
+
+def test_compare_writes_table_and_plots_into_the_sweep_folder(sweep):
+    result = compare([sweep])
+    assert [path.name for path in result.files] == ["comparison.md", "heads_dk_bleu.png", "bleu_by_length.png"]
+    assert all(path.parent == sweep for path in result.files)
+    assert (sweep / "comparison.md").read_text() == result.table
+    assert "`10_model.d_k=16,model.num_heads=3,model.d_model=64`: model.num_heads: d_model=64" in result.table
+    assert (sweep / "heads_dk_bleu.png").read_bytes()[:8] == PNG
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("compare_script", ROOT / "scripts" / "compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_script_prints_the_table_and_fails_clearly_without_runs(sweep, tmp_path, capsys):
+    script = load_script()
+    out = tmp_path / "report"
+    assert (
+        script.main(
+            [
+                str(sweep / "0_model.d_k=8,model.num_heads=1"),
+                str(sweep / "1_model.d_k=16,model.num_heads=1"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "| run | model |" in printed and f"wrote {out / 'comparison.md'}" in printed
+    assert (out / "heads_dk_bleu.png").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert script.main([str(empty)]) == 1
+    assert "no summary.json under" in capsys.readouterr().err

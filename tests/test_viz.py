@@ -1,0 +1,133 @@
+"""Attention heatmaps: panels per head, token labels on the right axes, one 0-1 colour scale,
+sizes that follow the sentence, PNG files, and the axes of a real model's maps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from minitrans.tokenizer import Tokenizer
+from minitrans.transformer import Transformer
+from minitrans.translate import Translator
+from minitrans.viz import (
+    attention_figure,
+    attention_figures,
+    figure_to_array,
+    save_attention_png,
+    sentence_tokens,
+)
+
+SRC = ["▁Ein", "▁Mann", "▁fähr", "t", "▁Rad", ".", "</s>"]
+TGT_IN = ["<s>", "▁A", "▁man", "▁ride", "s", "▁a", "▁bike", "."]
+TGT_OUT = [*TGT_IN[1:], "</s>"]
+
+
+def random_maps(heads: int, rows: int, cols: int, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(heads, rows, cols, generator=gen).softmax(-1)  # (H, Lq, Lk)
+
+
+def heatmap_axes(fig: Figure):
+    """The panels that draw a heatmap (the colour bar's axes draw none)."""
+    return [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+
+
+def tick_labels(axis) -> list[str]:
+    return [label.get_text() for label in axis.get_ticklabels()]
+
+
+def test_one_panel_per_head_with_tokens_and_a_fixed_colour_scale():
+    fig = attention_figure(random_maps(6, len(TGT_OUT), len(SRC)), TGT_OUT, SRC, "cross, layer 1")
+    panels = heatmap_axes(fig)
+    assert len(panels) == 6
+    assert [ax.get_title() for ax in panels] == [f"head {h}" for h in range(1, 7)]
+    for ax in panels:
+        assert ax.images[0].get_clim() == (0.0, 1.0)
+        assert tick_labels(ax.xaxis) == SRC
+    # at most four heads to a row, in balanced rows (3 + 3, not 4 + 2); row tokens on each row's first panel
+    with_row_tokens = [h for h, ax in enumerate(panels, start=1) if tick_labels(ax.yaxis) == TGT_OUT]
+    assert with_row_tokens == [1, 4]
+    assert len(fig.axes) == 7  # six panels and one colour bar
+    assert fig._suptitle.get_text() == "cross, layer 1"
+
+
+def test_figure_grows_with_the_sentence_and_renders():
+    short = attention_figure(random_maps(2, 5, 5), SRC[:5], SRC[:5], "short")
+    tokens = [f"▁w{i}" for i in range(40)]
+    long = attention_figure(random_maps(2, 40, 40), tokens, tokens, "long")
+    assert long.get_figwidth() > short.get_figwidth()
+    assert long.get_figheight() > short.get_figheight()
+    image = figure_to_array(long)
+    assert image.dtype.name == "uint8" and image.shape[2] == 3
+    assert abs(image.shape[1] - long.get_figwidth() * long.dpi) <= 1
+
+
+def test_tokens_that_look_like_markup_are_printed_literally():
+    tokens = ["▁$5", "<0xE2>", "a_b", "x" * 40]
+    fig = attention_figure(random_maps(1, 4, 4), tokens, tokens, "odd tokens")
+    figure_to_array(fig)  # "$" would start mathtext and fail to parse
+    labels = tick_labels(heatmap_axes(fig)[0].xaxis)
+    assert labels[:3] == [r"▁\$5", "<0xE2>", "a_b"] and labels[3].endswith("…")
+
+
+def test_maps_that_do_not_match_the_tokens_are_refused():
+    with pytest.raises(ValueError, match="do not match"):
+        attention_figure(random_maps(2, 3, 4), ["a", "b", "c"], ["a", "b", "c"], "wrong")
+
+
+def test_one_figure_per_kind_and_layer_with_the_axes_of_each_kind():
+    attention = {
+        "enc_self": [random_maps(2, len(SRC), len(SRC)) for _ in range(2)],
+        "dec_self": [random_maps(2, len(TGT_IN), len(TGT_IN)) for _ in range(2)],
+        "cross": [random_maps(2, len(TGT_OUT), len(SRC)) for _ in range(2)],
+    }
+    figures = attention_figures(attention, SRC, TGT_IN, TGT_OUT)
+    assert sorted(figures) == sorted(f"{k}/layer{n}" for k in attention for n in (1, 2))
+    expected = {"enc_self": (SRC, SRC), "dec_self": (TGT_IN, TGT_IN), "cross": (TGT_OUT, SRC)}
+    for key, fig in figures.items():
+        rows, cols = expected[key.split("/")[0]]
+        first = heatmap_axes(fig)[0]
+        assert tick_labels(first.yaxis) == rows and tick_labels(first.xaxis) == cols
+        assert f"layer {key[-1]} of 2" in fig._suptitle.get_text()
+
+
+def test_a_single_head_alignment_has_no_head_titles_and_no_attention_gives_no_figures():
+    figures = attention_figures({"cross": [random_maps(1, len(TGT_OUT), len(SRC))]}, SRC, TGT_IN, TGT_OUT)
+    assert list(figures) == ["cross/layer1"]
+    assert [ax.get_title() for ax in heatmap_axes(figures["cross/layer1"])] == [""]
+    assert attention_figures({}, SRC, TGT_IN, TGT_OUT) == {}
+
+
+def test_save_png_puts_every_layer_and_head_of_cross_attention_in_one_file(tmp_path):
+    attention = {
+        "enc_self": [random_maps(3, len(SRC), len(SRC))],
+        "cross": [random_maps(3, len(TGT_OUT), len(SRC), seed) for seed in range(2)],
+    }
+    written = save_attention_png(attention, SRC, TGT_IN, TGT_OUT, tmp_path / "out" / "attention.png")
+    assert written == [tmp_path / "out" / "attention.png"]
+    assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert save_attention_png({}, SRC, TGT_IN, TGT_OUT, tmp_path / "none.png") == []
+    assert not (tmp_path / "none.png").exists()
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    sentences = ["the man rides a bike .", "a woman reads the book .", "der Mann fährt Rad .", "eine Frau liest ."] * 5
+    return Tokenizer.train(sentences[:10], sentences[10:], vocab_size=300)
+
+
+def test_a_models_maps_match_the_token_axes(tokenizer):
+    torch.manual_seed(0)
+    model = Transformer(
+        tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id, d_model=16, num_heads=2, d_ff=32,
+        num_encoder_layers=1, num_decoder_layers=2, dropout=0.0, max_len=64,
+    )  # fmt: skip
+    translator = Translator(model, tokenizer, max_len=64, device=torch.device("cpu"))
+    src_ids = translator.encode(["the man reads ."])[0]
+    tgt_ids = tokenizer.encode_tgt(["der Mann liest ."])[0]
+    src_tokens, tgt_in_tokens, tgt_out_tokens = sentence_tokens(tokenizer, src_ids, tgt_ids)
+    assert src_tokens[-1] == "</s>" and tgt_in_tokens[0] == "<s>" and tgt_out_tokens[-1] == "</s>"
+    assert tgt_in_tokens[1:] == tgt_out_tokens[:-1]
+    figures = attention_figures(translator.attention_maps(src_ids, tgt_ids), src_tokens, tgt_in_tokens, tgt_out_tokens)
+    assert sorted(figures) == ["cross/layer1", "cross/layer2", "dec_self/layer1", "dec_self/layer2", "enc_self/layer1"]
