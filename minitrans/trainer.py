@@ -129,6 +129,7 @@ class Trainer:
         self.translator = Translator(self.model, self.tokenizer, cfg.model.max_len, self.device)
         self.state = TrainState()
         self.writer: SummaryWriter | None = None
+        self.window_tokens, self.window_seconds = 0, 0.0  # throughput since the last log line
         if self.dist.rank > 0:  # its own dropout stream (the initial weights come from rank 0)
             seed_everything(cfg.seed + self.dist.rank)
         if payload is not None:
@@ -185,6 +186,7 @@ class Trainer:
         shard, weight = distributed.shard(indices, self.dist)
         batch = collate([self.src_ids[i] for i in shard], [self.tgt_ids[i] for i in shard]).to(self.device)
         global_tokens = sum(len(self.tgt_ids[i]) + 1 for i in indices)
+        self.window_tokens += global_tokens  # for the tokens/s shown and logged
         self.model.train()
         logits = self.step_model(batch.src, batch.tgt_in)  # (B, T, V)
         # this rank's summed loss over the global batch's token count; DDP averages gradients
@@ -251,6 +253,7 @@ class Trainer:
                     loss = self.train_step(indices)
                     state.batch_in_epoch += 1
                     state.train_seconds += time.perf_counter() - started
+                    self.window_seconds += time.perf_counter() - started
                     # decided together: ranks must agree on when to stop
                     stop_now, out_of_time = distributed.any_rank(
                         [stop.signal is not None, deadline is not None and state.train_seconds >= deadline],
@@ -286,8 +289,11 @@ class Trainer:
         state, tcfg = self.state, self.cfg.trainer
         if self.writer is None or state.step % tcfg.log_every:
             return
-        progress.set_postfix(loss=f"{loss:.3f}", epoch=state.epoch)
+        rate = self.window_tokens / max(self.window_seconds, 1e-9)  # target tokens per training second
+        self.window_tokens, self.window_seconds = 0, 0.0
+        progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", epoch=state.epoch)
         self.writer.add_scalar("train/loss", loss, state.step)
+        self.writer.add_scalar("train/tokens_per_second", rate, state.step)
         self.writer.add_scalar("train/lr", self.scheduler.get_last_lr()[0], state.step)
         self.writer.add_scalar("train/epoch", state.epoch, state.step)
 
