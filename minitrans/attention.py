@@ -11,8 +11,6 @@ A query row with nothing it may attend to gets all-zero weights and a zero outpu
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -26,6 +24,28 @@ def make_padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
 def make_causal_mask(length: int, device: torch.device | None = None) -> Tensor:
     """(1, 1, L, L): position i may attend to positions j <= i."""
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def dropout(x: Tensor, p: float) -> Tensor:
+    """Inverted dropout (training mode): zero each element with probability ``p``, scale the rest
+    by 1 / (1 - p); the same distribution as ``F.dropout``.
+
+    On the CPU the keep-mask is drawn with ``torch.rand``: the ``bernoulli_`` behind ``F.dropout``
+    takes about twice as long there, and these draws are the largest cost of a training step
+    after the matrix products (docs/performance.md). Other devices use PyTorch's fused kernel.
+    """
+    if p == 0.0:
+        return x
+    if x.device.type != "cpu" or p >= 1.0:
+        return F.dropout(x, p, training=True)
+    return x * torch.rand_like(x).ge_(p).div_(1.0 - p)
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` through :func:`dropout` (same parameters, state and repr)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout(x, self.p) if self.training else x
 
 
 def scaled_dot_product_attention(
@@ -45,14 +65,17 @@ def scaled_dot_product_attention(
     if is_causal:
         causal = make_causal_mask(q.shape[-2], q.device)
         mask = causal if mask is None else mask & causal
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Lq, Lk)
+    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
     if mask is not None:
-        # A finite fill keeps a fully masked row finite; the multiply below then zeroes it.
+        # A finite fill keeps a fully masked row finite (and its keys' weights exactly 0 in any
+        # row with one real key); such rows are then zeroed below.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)  # (B, H, Lq, Lk)
     if mask is not None:
-        weights = weights * mask
-    attended = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+        has_key = mask.any(dim=-1, keepdim=True)  # (B, 1|H, 1|Lq, 1)
+        if torch.compiler.is_compiling() or not bool(has_key.all()):  # no data-dependent branch in graphs
+            weights = weights.masked_fill(~has_key, 0.0)
+    attended = dropout(weights, dropout_p)
     return attended @ v, (weights if need_weights else None)  # (B, H, Lq, Dv)
 
 
@@ -91,7 +114,8 @@ class MultiHeadAttention(nn.Module):
         self.num_heads, self.d_k, self.d_v = num_heads, d_k, d_v or d_k
         self.is_cross = is_cross
         self.dropout = dropout
-        self.use_fused = True  # the reference path stays for weights and for tests
+        # PyTorch's fused kernel when it exists; the written-out path for weights, for CPU dropout, for tests
+        self.use_fused = True
         qk_width, v_width = num_heads * self.d_k, num_heads * self.d_v
         if is_cross:
             self.q_proj = nn.Linear(d_model, qk_width)
@@ -129,7 +153,10 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Heads in, model width out: (B, H, Lq, Dk) ... -> (B, Lq, D), weights (B, H, Lq, Lk)."""
         dropout_p = self.dropout if self.training else 0.0
-        if self.use_fused and not need_weights:
+        # PyTorch's fused CPU kernels have no dropout: with dropout it falls back to an unfused
+        # path slower than the one written out here (docs/performance.md).
+        fused_kernel_exists = dropout_p == 0.0 or q.device.type != "cpu"
+        if self.use_fused and not need_weights and fused_kernel_exists:
             out, weights = fused_attention(q, k, v, mask, is_causal, dropout_p), None
         else:
             out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal, dropout_p, need_weights)
@@ -154,7 +181,9 @@ class MultiHeadAttention(nn.Module):
 
 
 __all__ = [
+    "Dropout",
     "MultiHeadAttention",
+    "dropout",
     "fused_attention",
     "make_causal_mask",
     "make_padding_mask",

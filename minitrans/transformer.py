@@ -13,7 +13,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from minitrans.attention import MultiHeadAttention, make_padding_mask
+from minitrans.attention import Dropout, MultiHeadAttention, make_padding_mask
 from minitrans.interface import AttentionMaps, Seq2SeqModel, State
 
 
@@ -39,7 +39,7 @@ class SinusoidalPositions(nn.Module):
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), Dropout(dropout), nn.Linear(d_ff, d_model))
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x)
@@ -51,7 +51,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
@@ -149,7 +149,7 @@ class Transformer(Seq2SeqModel):
             self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model, padding_idx=pad_id)
         )
         self.positions = SinusoidalPositions(d_model, max_len)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         layer_args = (d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(num_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(num_decoder_layers))
@@ -174,7 +174,11 @@ class Transformer(Seq2SeqModel):
         return self.dropout(x + self.positions(tokens.shape[1], offset))
 
     def encode(self, src: Tensor, need_weights: bool = False) -> tuple[State, AttentionMaps]:
+        """src (B, S) -> {"memory": (B, S, D), "src_mask": (B, 1, 1, S), or None when no source
+        sentence is padded (most length-bucketed batches): attention then skips masking}."""
         src_mask = make_padding_mask(src, self.pad_id)  # (B, 1, 1, S)
+        if not torch.compiler.is_compiling() and bool(src_mask.all()):  # compiled graphs keep the mask
+            src_mask = None
         x = self._embed(self.src_embed, src)  # (B, S, D)
         maps = []
         for layer in self.encoder_layers:

@@ -1,0 +1,641 @@
+"""Training speed of the minitrans Transformer against ``torch.nn.Transformer``, side by side.
+
+Both models get the same sizes, the same batches, the same embeddings (one table shared by
+source and target, tied to the output projection), sinusoidal positions, pre/post-norm,
+dropout, masks (source key padding, causal target, memory key padding) and loss (the
+trainer's label-smoothed cross-entropy), and the same step: forward, loss, backward, gradient
+clipping, Adam. They are timed in one process, taking turns batch by batch, so the drift of
+a shared machine hits both alike; ratios are per repeat (a pass over the timed batches), then
+the median, from wall time and from process CPU time (steadier when others load the machine).
+
+Figures:
+- target tokens per second of training (real, non-pad target tokens / wall time);
+- model FLOPs utilisation: analytic training FLOPs per second over the float32 (bfloat16 on
+  CUDA) matrix-multiply rate measured in the same run (best of several big ``torch.mm``)::
+
+      FLOPs/step = 6 · (matmul MACs per forward)
+      matmul MACs = B·S·(Le·(4D² + 2DF) + Ld·2D²)            encoder layers, cross-attn K/V
+                  + B·T·(Ld·(6D² + 2DF) + D·V)                decoder layers, output layer
+                  + B·D·(Le·S² + Ld·(T² + T·S))·2             attention scores and values
+
+  (B, S, T the padded batch shape, D model width, F feed-forward width, V vocabulary; 2 FLOPs
+  per multiply-add, backward twice the forward; biases, norms, softmax, embeddings ignored;
+  the causal half of decoder self-attention counted, as the kernels compute it);
+- peak memory: on CUDA ``torch.cuda.max_memory_allocated``; on the CPU the growth of the
+  process's peak resident set (Linux ``VmHWM``, reset after set-up; elsewhere ``ru_maxrss``)
+  over the timed steps, each model in its own fresh subprocess, above the level reached after
+  building the model, optimizer and batches (so it counts gradients, Adam state, activations);
+- the padding fraction of the token-bucketed batches of a whole epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minitrans.tokenizer import PAD_ID
+from minitrans.transformer import SinusoidalPositions, Transformer
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    d_model: int
+    num_heads: int
+    d_ff: int
+    num_encoder_layers: int
+    num_decoder_layers: int
+
+
+SIZES = {
+    "tiny": ModelSize(64, 4, 128, 1, 1),  # smoke tests
+    "small": ModelSize(256, 8, 1024, 3, 3),  # Multi30k-sized
+    "large": ModelSize(512, 8, 2048, 6, 6),  # Transformer-base
+}
+MODEL_NAMES = ("minitrans", "torch")
+
+
+# -- the reference: torch.nn.Transformer inside the same embeddings and output layer ------------
+class TorchTransformer(nn.Module):
+    """``torch.nn.Transformer`` with minitrans' embeddings, positions and tied output layer."""
+
+    def __init__(self, vocab_size: int, pad_id: int, size: ModelSize, dropout: float, norm_first: bool) -> None:
+        super().__init__()
+        self.pad_id, self.d_model = pad_id, size.d_model
+        self.embed = nn.Embedding(vocab_size, size.d_model, padding_idx=pad_id)
+        self.positions = SinusoidalPositions(size.d_model, 256)
+        self.dropout = nn.Dropout(dropout)
+        with warnings.catch_warnings():  # the nested-tensor fast path is for inference only
+            warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+            self.core = nn.Transformer(
+                size.d_model,
+                size.num_heads,
+                size.num_encoder_layers,
+                size.num_decoder_layers,
+                size.d_ff,
+                dropout,
+                batch_first=True,
+                norm_first=norm_first,
+            )
+        self.output = nn.Linear(size.d_model, vocab_size)
+        self.output.weight = self.embed.weight
+
+    def _embed(self, tokens: Tensor) -> Tensor:
+        return self.dropout(self.embed(tokens) * math.sqrt(self.d_model) + self.positions(tokens.shape[1]))
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        src_padding = src == self.pad_id  # (B, S), torch: True = ignore
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1], device=src.device)  # (T, T)
+        out = self.core(
+            self._embed(src),
+            self._embed(tgt_in),
+            tgt_mask=causal,
+            src_key_padding_mask=src_padding,
+            memory_key_padding_mask=src_padding,
+            tgt_is_causal=True,
+        )
+        return self.output(out)  # (B, T, V)
+
+
+def build_model(name: str, vocab_size: int, size: ModelSize, dropout: float, norm_first: bool) -> nn.Module:
+    if name == "torch":
+        return TorchTransformer(vocab_size, PAD_ID, size, dropout, norm_first)
+    return Transformer(
+        vocab_size,
+        vocab_size,
+        PAD_ID,
+        d_model=size.d_model,
+        num_heads=size.num_heads,
+        d_ff=size.d_ff,
+        num_encoder_layers=size.num_encoder_layers,
+        num_decoder_layers=size.num_decoder_layers,
+        dropout=dropout,
+        norm_first=norm_first,
+        share_embeddings=True,
+        tie_output=True,
+    )
+
+
+# -- batches ------------------------------------------------------------------------------
+def multi30k_ids(vocab_size: int, cache_dir: str | None) -> tuple[list, list, str, int]:
+    from minitrans.data.multi30k import load_multi30k
+    from minitrans.tokenizer import Tokenizer
+
+    train = load_multi30k(splits="train")["train"]
+    tokenizer = Tokenizer.train(train["src"], train["tgt"], vocab_size, cache_dir=cache_dir)
+    src, tgt = tokenizer.encode_src(train["src"]), tokenizer.encode_tgt(train["tgt"])
+    description = f"Multi30k train de→en ({len(src)} pairs), SentencePiece unigram, joint vocabulary"
+    return src, tgt, description, tokenizer.src_vocab_size
+
+
+def synthetic_ids(vocab_size: int, num_pairs: int = 29000, seed: int = 0) -> tuple[list, list, str, int]:
+    """Random tokens with Multi30k-like lengths (source ≈ 16 ± 6 subwords, target ≈ 0.9×)."""
+    rng = np.random.default_rng(seed)
+    src_len = np.clip(rng.normal(16, 6, num_pairs).round(), 3, 60).astype(int)
+    tgt_len = np.clip((src_len * rng.normal(0.9, 0.15, num_pairs)).round(), 2, 60).astype(int)
+    src = [rng.integers(4, vocab_size, n).tolist() for n in src_len]
+    tgt = [rng.integers(4, vocab_size, n).tolist() for n in tgt_len]
+    return src, tgt, f"synthetic random tokens ({num_pairs} pairs, Multi30k-like lengths)", vocab_size
+
+
+def one_side_padding(batches: list[list[int]], lengths) -> float:
+    """Share of padded positions on one side (source or target) of these batches."""
+    lengths = np.asarray(lengths)
+    real = sum(int(lengths[b].sum()) for b in batches)
+    return 1.0 - real / max(sum(len(b) * int(lengths[b].max()) for b in batches), 1)
+
+
+def load_batches(data: str, vocab_size: int, batch_tokens: int, count: int, cache_dir: str | None, seed: int = 0):
+    """``count`` batches of one shuffled epoch, and the figures of that whole epoch."""
+    from minitrans.data.batching import TokenBatchSampler, collate, padding_fraction
+
+    if data == "auto":
+        from minitrans.data.multi30k import DEFAULT_ROOT
+
+        data = (
+            "multi30k"
+            if (DEFAULT_ROOT / "train.de.gz").exists() or (DEFAULT_ROOT / "train.de").exists()
+            else "synthetic"
+        )
+    if data == "multi30k":
+        src, tgt, description, vocab_size = multi30k_ids(vocab_size, cache_dir)
+    else:
+        src, tgt, description, vocab_size = synthetic_ids(vocab_size, seed=seed)
+    src_lengths, tgt_lengths = [len(s) for s in src], [len(t) for t in tgt]
+    epoch = TokenBatchSampler(src_lengths, tgt_lengths, batch_tokens, seed=seed).batches(0)
+    chosen = epoch[:count]
+    batches = [collate([src[i] for i in b], [tgt[i] for i in b]) for b in chosen]
+    info = {
+        "source": data,
+        "description": description,
+        "vocab_size": vocab_size,
+        "batch_tokens": batch_tokens,
+        "batches_per_epoch": len(epoch),
+        "padding_fraction": padding_fraction(epoch, src_lengths, tgt_lengths),
+        "source_padding_fraction": one_side_padding(epoch, src_lengths),
+        "target_padding_fraction": one_side_padding(epoch, np.asarray(tgt_lengths) + 1),  # + BOS / EOS
+        "mean_sentences_per_batch": float(np.mean([len(b) for b in epoch])),
+        "mean_target_tokens_per_batch": float(np.mean([sum(tgt_lengths[i] + 1 for i in b) for b in epoch])),
+    }
+    return batches, info
+
+
+# -- one training step ----------------------------------------------------------------------
+def token_loss(logits: Tensor, tgt_out: Tensor, label_smoothing: float) -> Tensor:
+    """The trainer's loss, ``minitrans.evaluation.token_loss`` (a test holds them equal), here
+    so that the memory subprocesses need not import the evaluation stack."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(),
+        tgt_out.reshape(-1),
+        ignore_index=PAD_ID,
+        label_smoothing=label_smoothing,
+        reduction="sum",
+    )
+
+
+def make_step(model: nn.Module, device: torch.device, label_smoothing: float = 0.1, clip: float = 1.0):
+    """The trainer's step: forward, loss, backward, clip, Adam (bfloat16 autocast on CUDA).
+    The returned function takes a batch with ``src``, ``tgt_in``, ``tgt_out``, ``num_tgt_tokens``."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98))
+    use_autocast = device.type == "cuda"
+
+    def step(batch) -> None:
+        model.train()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_autocast):
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+            loss = token_loss(logits, batch.tgt_out, label_smoothing) / batch.num_tgt_tokens
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+
+    step.optimizer = optimizer
+    return step
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_interleaved(steps: dict, batches: list, warmup: int, repeats: int, device) -> tuple[dict, dict, dict]:
+    """Wall and process CPU seconds per pass over ``batches[warmup:]`` for each model (one list
+    entry per repeat), and the wall seconds of each model's warm-up (compilation included).
+
+    The models take turns batch by batch, in an order that rotates, so a shared machine's drift
+    reaches every model alike. CPU time (all threads of this process) counts none of the time
+    other processes hold the cores, so on a busy machine it is the steadier of the two."""
+    names = list(steps)
+    warmup_seconds = {}
+    for name in names:
+        started = time.perf_counter()
+        for batch in batches[:warmup]:
+            steps[name](batch)
+        synchronize(device)
+        warmup_seconds[name] = time.perf_counter() - started
+    wall = {name: [0.0] * repeats for name in names}
+    cpu = {name: [0.0] * repeats for name in names}
+    turn = 0
+    for repeat in range(repeats):
+        for batch in batches[warmup:]:
+            order = names[turn % len(names) :] + names[: turn % len(names)]
+            turn += 1
+            for name in order if turn % 2 else order[::-1]:
+                started, started_cpu = time.perf_counter(), time.process_time()
+                steps[name](batch)
+                synchronize(device)
+                wall[name][repeat] += time.perf_counter() - started
+                cpu[name][repeat] += time.process_time() - started_cpu
+    return wall, cpu, warmup_seconds
+
+
+# -- FLOPs and the machine's matmul rate ------------------------------------------------------
+def training_flops(size: ModelSize, vocab_size: int, batch_size: int, src_len: int, tgt_len: int) -> float:
+    """Analytic FLOPs of one training step on a padded (B, S) / (B, T) batch (see module doc)."""
+    d, f, le, ld = size.d_model, size.d_ff, size.num_encoder_layers, size.num_decoder_layers
+    macs = batch_size * src_len * (le * (4 * d * d + 2 * d * f) + ld * 2 * d * d)
+    macs += batch_size * tgt_len * (ld * (6 * d * d + 2 * d * f) + d * vocab_size)
+    macs += 2 * batch_size * d * (le * src_len**2 + ld * (tgt_len**2 + tgt_len * src_len))
+    return 6.0 * macs
+
+
+def matmul_rate(device: torch.device, n: int = 2048, repeats: int = 5) -> tuple[float, str]:
+    """Best FLOPs/s of an (n × n) @ (n × n) product (float32 on CPU, bfloat16 on CUDA), and how
+    it was measured."""
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    if device.type == "cuda":
+        n, repeats = max(n, 8192), max(repeats, 20)
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    torch.mm(a, b)
+    best = math.inf
+    for _ in range(repeats):
+        synchronize(device)
+        started = time.perf_counter()
+        torch.mm(a, b)
+        synchronize(device)
+        best = min(best, time.perf_counter() - started)
+    return 2 * n**3 / best, f"best of {repeats} torch.mm of {n}×{n} {str(dtype).removeprefix('torch.')}"
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "cpu"
+
+
+# -- peak memory -------------------------------------------------------------------------------
+def _reset_peak_rss() -> None:
+    """Linux: set the peak resident set (VmHWM) back to the current one ("5" > clear_refs)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _peak_rss_mib() -> float:
+    """Peak resident set of this process: VmHWM on Linux (per address space, so a fresh
+    subprocess does not inherit its parent's peak as ``ru_maxrss`` does), else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**10  # kB
+    except OSError:
+        pass
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB elsewhere
+
+
+def _memory_probe(spec_path: str) -> None:
+    """Subprocess body: build one model, then report the peak RSS before and after training steps."""
+    spec = torch.load(spec_path, weights_only=True)  # plain values and tensors only
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(0)
+    batches = [SimpleNamespace(src=s, tgt_in=i, tgt_out=o, num_tgt_tokens=n) for s, i, o, n in spec["batches"]]
+    size = ModelSize(**spec["size"])
+    model = build_model(spec["name"], spec["vocab_size"], size, spec["dropout"], spec["norm_first"])
+    step = make_step(model, torch.device("cpu"))
+    _reset_peak_rss()
+    before = _peak_rss_mib()
+    for batch in batches:
+        step(batch)
+    print(json.dumps({"before_mib": before, "peak_mib": _peak_rss_mib()}))
+
+
+def peak_memory_mib(name: str, size: ModelSize, vocab_size: int, batches, dropout, norm_first, device) -> dict:
+    if device.type == "cuda":
+        torch.manual_seed(0)
+        model = build_model(name, vocab_size, size, dropout, norm_first).to(device)
+        step = make_step(model, device)
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        for batch in batches:
+            step(batch.to(device))
+        torch.cuda.synchronize(device)
+        peak = torch.cuda.max_memory_allocated(device)
+        del model, step
+        torch.cuda.empty_cache()
+        return {"before_mib": before / 2**20, "peak_mib": peak / 2**20, "training_mib": (peak - before) / 2**20}
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_path = str(Path(tmp) / "spec.pt")
+        fields = [(b.src, b.tgt_in, b.tgt_out, b.num_tgt_tokens) for b in batches]
+        spec = {"name": name, "size": asdict(size), "vocab_size": vocab_size, "dropout": dropout}
+        spec |= {"norm_first": norm_first, "threads": torch.get_num_threads(), "batches": fields}
+        torch.save(spec, spec_path)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from minitrans.benchmark_training import _memory_probe; _memory_probe(sys.argv[1])",
+                spec_path,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["training_mib"] = figures["peak_mib"] - figures["before_mib"]
+    return figures
+
+
+# -- the whole benchmark ---------------------------------------------------------------------
+MEMORY_METHOD = {
+    "cpu": "growth of the peak resident set (Linux VmHWM, reset after set-up; else getrusage ru_maxrss) "
+    "over the timed steps, each model in a fresh subprocess, above the level after building model, "
+    "optimizer and batches",
+    "cuda": "torch.cuda.max_memory_allocated during the timed steps minus memory allocated before them",
+}
+
+
+def ratio_figures(seconds: list[float], reference_seconds: list[float]) -> dict:
+    """How many times faster than the reference, repeat by repeat, and the median."""
+    ratios = [ref / own for own, ref in zip(seconds, reference_seconds)]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "per_repeat": ratios}
+
+
+def benchmark_size(name: str, size: ModelSize, batches, vocab_size, options, device) -> dict:
+    models, steps = {}, {}
+    for model_name in MODEL_NAMES:
+        torch.manual_seed(0)
+        models[model_name] = build_model(model_name, vocab_size, size, options["dropout"], options["norm_first"])
+        models[model_name].to(device)
+        steps[model_name] = make_step(models[model_name], device)
+    if options.get("compile"):
+        torch.manual_seed(0)
+        compiled = build_model("minitrans", vocab_size, size, options["dropout"], options["norm_first"]).to(device)
+        steps["minitrans+compile"] = make_step(torch.compile(compiled, dynamic=True), device)
+        models["minitrans+compile"] = compiled
+    on_device = [b.to(device) for b in batches]
+    wall, cpu, warmup_seconds = time_interleaved(steps, on_device, options["warmup"], options["repeats"], device)
+    timed = batches[options["warmup"] :]
+    tokens = sum(b.num_tgt_tokens for b in timed)
+    positions = sum(b.src.numel() + b.tgt_out.numel() for b in timed)
+    real = sum(int((b.src != PAD_ID).sum()) + b.num_tgt_tokens for b in timed)
+    flops = sum(training_flops(size, vocab_size, b.src.shape[0], b.src.shape[1], b.tgt_in.shape[1]) for b in timed)
+    result = {
+        "size": name,
+        "config": asdict(size)
+        | {"vocab_size": vocab_size, "dropout": options["dropout"], "norm_first": options["norm_first"]},
+        "params": {n: sum(p.numel() for p in m.parameters()) for n, m in models.items()},
+        "timed_batches": len(timed),
+        "target_tokens_per_pass": tokens,
+        "padding_fraction": 1 - real / positions,
+        "flops_per_pass": flops,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "warmup_seconds": warmup_seconds,
+        "tokens_per_second": {n: tokens / statistics.median(s) for n, s in wall.items()},
+        "flops_per_second": {n: flops / statistics.median(s) for n, s in wall.items()},
+        "ratio_vs_torch": {n: ratio_figures(wall[n], wall["torch"]) for n in wall if n != "torch"},
+        "cpu_time_ratio_vs_torch": {n: ratio_figures(cpu[n], cpu["torch"]) for n in cpu if n != "torch"},
+    }
+    del models, steps
+    if options["memory"]:
+        result["peak_memory"] = {
+            n: peak_memory_mib(n, size, vocab_size, timed, options["dropout"], options["norm_first"], device)
+            for n in MODEL_NAMES
+        }
+    return result
+
+
+def decoding_figures(checkpoint: str, device: torch.device, quick: bool) -> dict:
+    """The translation benchmark's figures, if ``minitrans.benchmark_decoding`` exists."""
+    import inspect
+
+    try:
+        from minitrans.benchmark_decoding import benchmark_decoding
+    except ModuleNotFoundError as err:
+        if err.name != "minitrans.benchmark_decoding":
+            raise
+        return {"error": "minitrans.benchmark_decoding is not available"}
+    accepted = inspect.signature(benchmark_decoding).parameters
+    kwargs = {key: value for key, value in {"device": str(device), "quick": quick}.items() if key in accepted}
+    return benchmark_decoding(checkpoint, **kwargs)
+
+
+def run_benchmark(
+    sizes=("small", "large"),
+    steps: int | None = None,
+    repeats: int = 3,
+    warmup: int = 2,
+    threads: int | None = None,
+    data: str = "auto",
+    vocab_size: int = 8000,
+    batch_tokens: int = 4096,
+    dropout: float = 0.1,
+    norm_first: bool = True,
+    memory: bool = True,
+    compile: bool = False,
+    device: str = "auto",
+    cache_dir: str | None = "~/.cache/minitrans",
+    checkpoint: str | None = None,
+    quick: bool = False,
+) -> dict:
+    """Every figure of the benchmark, as a JSON-ready dict."""
+    from minitrans.utils import pick_device
+
+    if threads:
+        torch.set_num_threads(threads)
+    device = pick_device(device)
+    if quick:
+        steps, repeats, warmup = steps or 2, min(repeats, 2), min(warmup, 1)
+    steps_by_size = {name: steps or (6 if SIZES[name].d_model <= 256 else 3) for name in sizes}
+    count = warmup + max(steps_by_size.values())
+    batches, data_info = load_batches(data, vocab_size, batch_tokens, count, cache_dir)
+    vocab_size = data_info["vocab_size"]
+    peak_before, matmul_settings = matmul_rate(device, n=512 if quick else 2048)
+    options = {"warmup": warmup, "repeats": repeats, "dropout": dropout, "norm_first": norm_first}
+    options |= {"memory": memory, "compile": compile}
+    results = []
+    for name in sizes:
+        chosen = batches[: warmup + steps_by_size[name]]
+        results.append(benchmark_size(name, SIZES[name], chosen, vocab_size, options, device))
+    peak = max(peak_before, matmul_rate(device, n=512 if quick else 2048)[0])
+    for result in results:  # model FLOPs utilisation against the best matmul rate of the run
+        result["mfu"] = {n: rate / peak for n, rate in result["flops_per_second"].items()}
+    out = {
+        "machine": {
+            "device": str(device),
+            "device_name": device_name(device),
+            "threads": torch.get_num_threads(),
+            "cpu_count": os.cpu_count(),
+            "torch": torch.__version__,
+            "dtype": "bfloat16 autocast" if device.type == "cuda" else "float32",
+            "matmul_flops_per_second": peak,
+            "matmul_settings": f"{matmul_settings}, at the start and the end of the run; the higher",
+            "note": "absolute times are this machine's, at the time of the run",
+        },
+        "data": data_info,
+        "settings": {
+            "steps": steps_by_size,
+            "repeats": repeats,
+            "warmup": warmup,
+            "dropout": dropout,
+            "norm_first": norm_first,
+            "label_smoothing": 0.1,
+            "optimizer": "Adam(lr=1e-4, betas=(0.9, 0.98))",
+            "clip_grad_norm": 1.0,
+            "step": "forward + loss + backward + clip + Adam; models take turns batch by batch",
+            "memory_method": MEMORY_METHOD["cuda" if device.type == "cuda" else "cpu"] if memory else None,
+        },
+        "sizes": results,
+        "decoding": decoding_figures(checkpoint, device, quick) if checkpoint else None,
+    }
+    return out
+
+
+# -- report --------------------------------------------------------------------------------
+def format_report(out: dict) -> str:
+    machine, data, settings = out["machine"], out["data"], out["settings"]
+    lines = [
+        f"minitrans training benchmark — this machine: {machine['device_name']} ({machine['device']}), "
+        f"{machine['threads']} torch threads of {machine['cpu_count']} CPUs, torch {machine['torch']}, {machine['dtype']}",
+        f"batches: {data['description']}; TokenBatchSampler batch_tokens={data['batch_tokens']}: "
+        f"{data['batches_per_epoch']} batches/epoch, {data['mean_sentences_per_batch']:.0f} sentences and "
+        f"{data['mean_target_tokens_per_batch']:.0f} target tokens per batch on average",
+        f"padding fraction (whole epoch): {data['padding_fraction']:.1%} of source+target positions "
+        f"(source {data['source_padding_fraction']:.1%}, target {data['target_padding_fraction']:.1%})",
+        f"step: {settings['step']}; dropout {settings['dropout']}, "
+        f"{'pre' if settings['norm_first'] else 'post'}-norm, label smoothing 0.1; "
+        f"{settings['repeats']} repeats after {settings['warmup']} warm-up steps, medians",
+        f"matmul ceiling: {machine['matmul_flops_per_second'] / 1e9:.1f} GFLOP/s ({machine['matmul_settings']})",
+        "",
+        f"{'size':<7}{'model':<19}{'params':>12}{'tok/s':>9}{'× torch (wall)':>23}{'× torch (CPU)':>15}"
+        f"{'MFU':>7}{'peak mem':>10}",
+    ]
+    for result in out["sizes"]:
+        cfg = result["config"]
+        lines.append(
+            f"{result['size']} — d_model {cfg['d_model']}, {cfg['num_heads']} heads, d_ff {cfg['d_ff']}, "
+            f"{cfg['num_encoder_layers']}+{cfg['num_decoder_layers']} layers, vocab {cfg['vocab_size']}; "
+            f"{result['timed_batches']} batches, {result['target_tokens_per_pass']} target tokens, "
+            f"{result['padding_fraction']:.1%} padding, "
+            f"{result['flops_per_pass'] / 1e9:.0f} GFLOP per pass"
+        )
+        for name, rate in result["tokens_per_second"].items():
+            wall = result["ratio_vs_torch"].get(name)
+            cpu = result["cpu_time_ratio_vs_torch"].get(name)
+            wall_text = f"{wall['median']:.2f} [{wall['min']:.2f}–{wall['max']:.2f}]" if wall else "1"
+            cpu_text = f"{cpu['median']:.2f}" if cpu else "1"
+            memory = result.get("peak_memory", {}).get(name)
+            memory_text = f"{memory['training_mib']:.0f} MiB" if memory else "—"
+            lines.append(
+                f"{'':<7}{name:<19}{result['params'][name]:>12,}{rate:>9,.0f}{wall_text:>23}{cpu_text:>15}"
+                f"{result['mfu'][name]:>7.1%}{memory_text:>10}"
+            )
+    for result in out["sizes"]:
+        if "minitrans+compile" in result["warmup_seconds"]:
+            lines.append(
+                f"{result['size']}: torch.compile(dynamic=True) + {settings['warmup']} warm-up steps took "
+                f"{result['warmup_seconds']['minitrans+compile']:.0f} s (eager: "
+                f"{result['warmup_seconds']['minitrans']:.0f} s)"
+            )
+    lines.append(
+        "tok/s: real target tokens per wall second (median of repeats); × torch: how many times faster than "
+        "torch.nn.Transformer, median [min–max] of per-repeat ratios; CPU: the same from process CPU time"
+    )
+    if settings["memory_method"]:
+        lines.append(f"peak mem: {settings['memory_method']}")
+    if out.get("decoding") is not None:
+        lines += ["", "decoding (minitrans.benchmark_decoding):", json.dumps(out["decoding"], indent=2, default=str)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="small,large", help=f"comma-separated, of {', '.join(SIZES)}")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps per model and repeat")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--data", choices=("auto", "multi30k", "synthetic"), default="auto")
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--batch-tokens", type=int, default=4096)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--post-norm", action="store_true", help="post-norm layers (default pre-norm)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile'd minitrans")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--cache-dir", default="~/.cache/minitrans")
+    parser.add_argument("--checkpoint", default=None, help="a run or checkpoint: add decoding-speed figures")
+    parser.add_argument("--quick", action="store_true", help="a smoke test: few steps, small matmul")
+    parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown or not sizes:
+        parser.error(f"--sizes: unknown size(s) {unknown}; choose from {', '.join(SIZES)}")
+    if (args.steps is not None and args.steps < 1) or args.repeats < 1 or args.warmup < 0:
+        parser.error("--steps and --repeats must be at least 1, --warmup at least 0")
+    out = run_benchmark(
+        sizes=sizes,
+        steps=args.steps,
+        repeats=args.repeats,
+        warmup=args.warmup,
+        threads=args.threads,
+        data=args.data,
+        vocab_size=args.vocab_size,
+        batch_tokens=args.batch_tokens,
+        dropout=args.dropout,
+        norm_first=not args.post_norm,
+        memory=not args.no_memory,
+        compile=args.compile,
+        device=args.device,
+        cache_dir=args.cache_dir,
+        checkpoint=args.checkpoint,
+        quick=args.quick,
+    )
+    print(format_report(out))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2, default=str), encoding="utf-8")
+    return out
+
+
+__all__ = ["SIZES", "ModelSize", "TorchTransformer", "main", "run_benchmark", "training_flops"]

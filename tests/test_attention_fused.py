@@ -1,0 +1,162 @@
+"""The fused attention path (PyTorch's kernels) against the hand-written reference path and
+against ``torch.nn.functional.scaled_dot_product_attention``: outputs and gradients, with
+padding masks, causal masks, cross-attention and fully masked rows; and the CPU dropout."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minitrans.attention import (
+    Dropout,
+    MultiHeadAttention,
+    dropout,
+    fused_attention,
+    make_causal_mask,
+    make_padding_mask,
+    scaled_dot_product_attention,
+)
+from minitrans.transformer import Transformer
+
+PAD = 0
+TOL = {"atol": 1e-5, "rtol": 1e-5}
+
+
+def padded_tokens(lengths, width):
+    tokens = torch.full((len(lengths), width), 7)
+    for row, length in enumerate(lengths):
+        tokens[row, length:] = PAD
+    return tokens
+
+
+CASES = {
+    "padding": dict(mask_lengths=[6, 4, 2], is_causal=False, cross=False),
+    "causal": dict(mask_lengths=None, is_causal=True, cross=False),
+    "causal+padding": dict(mask_lengths=[6, 5, 3], is_causal=True, cross=False),
+    "cross+padding": dict(mask_lengths=[7, 3, 1], is_causal=False, cross=True),
+    "fully masked row": dict(mask_lengths=[6, 0, 3], is_causal=False, cross=False),
+    "no mask": dict(mask_lengths=None, is_causal=False, cross=False),
+}
+
+
+def run_attention(attn: MultiHeadAttention, use_fused: bool, case: dict, seed: int = 0):
+    """Output and the gradients of the input(s) and every parameter, for one path."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(3, 6, 16, generator=gen, requires_grad=True)
+    memory = torch.randn(3, 7, 16, generator=gen, requires_grad=True) if case["cross"] else None
+    keys = 7 if case["cross"] else 6
+    mask = None if case["mask_lengths"] is None else make_padding_mask(padded_tokens(case["mask_lengths"], keys), PAD)
+    attn.zero_grad()
+    attn.use_fused = use_fused
+    out, _ = attn(x, memory, mask=mask, is_causal=case["is_causal"])
+    out.pow(2).sum().backward()
+    grads = [x.grad] + ([memory.grad] if memory is not None else []) + [p.grad for p in attn.parameters()]
+    return out, grads
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_fused_and_reference_paths_agree_with_gradients(case):
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(16, 4, 4, dropout=0.0, is_cross=case["cross"]).train()
+    fused_out, fused_grads = run_attention(attn, True, case)
+    ref_out, ref_grads = run_attention(attn, False, case)
+    torch.testing.assert_close(fused_out, ref_out, **TOL)
+    assert torch.isfinite(fused_out).all()
+    for fused_grad, ref_grad in zip(fused_grads, ref_grads, strict=True):
+        assert torch.isfinite(fused_grad).all()
+        torch.testing.assert_close(fused_grad, ref_grad, **TOL)
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_both_paths_equal_torch_sdpa(is_causal, with_mask):
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 3, 5, 8, generator=gen, requires_grad=True) for _ in range(3))
+    mask = make_padding_mask(padded_tokens([5, 3], 5), PAD) if with_mask else None
+    torch_mask = None if mask is None else (mask & make_causal_mask(5) if is_causal else mask)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=torch_mask, is_causal=is_causal and mask is None)
+    expected_grads = torch.autograd.grad(expected.sum(), (q, k, v))
+    for out in (
+        fused_attention(q, k, v, mask, is_causal, 0.0),
+        scaled_dot_product_attention(q, k, v, mask, is_causal)[0],
+    ):
+        torch.testing.assert_close(out, expected, **TOL)
+        for grad, expected_grad in zip(torch.autograd.grad(out.sum(), (q, k, v)), expected_grads):
+            torch.testing.assert_close(grad, expected_grad, **TOL)
+
+
+def test_reference_weights_have_zero_rows_where_nothing_may_be_attended():
+    q, k, v = torch.randn(2, 1, 3, 4), torch.randn(2, 1, 3, 4), torch.randn(2, 1, 3, 4)
+    mask = make_padding_mask(padded_tokens([2, 0], 3), PAD)
+    out, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    assert weights[1].abs().max() == 0 and out[1].abs().max() == 0
+    torch.testing.assert_close(weights[0].sum(-1), torch.ones(1, 3))
+    assert weights[0, ..., 2].abs().max() == 0
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["no padding (mask dropped)", "padded source"])
+def test_transformer_paths_agree_in_training_mode_without_dropout(padded):
+    """Whole model, train mode, dropout 0: fused vs reference logits and parameter gradients."""
+    torch.manual_seed(2)
+    model = Transformer(
+        30, 30, PAD, d_model=16, num_heads=2, d_ff=32, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0
+    ).train()
+    src = torch.randint(4, 30, (3, 6))
+    if padded:
+        src[1, 3:] = PAD
+    tgt = torch.randint(4, 30, (3, 5))
+    results = []
+    for use_fused in (True, False):
+        for module in model.modules():
+            if isinstance(module, MultiHeadAttention):
+                module.use_fused = use_fused
+        model.zero_grad()
+        logits = model(src, tgt)
+        logits.logsumexp(-1).sum().backward()
+        results.append((logits, [p.grad.clone() for p in model.parameters()]))
+    (fused, fused_grads), (ref, ref_grads) = results
+    torch.testing.assert_close(fused, ref, **TOL)
+    for a, b in zip(fused_grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, **TOL)
+
+
+def test_source_without_padding_needs_no_mask():
+    torch.manual_seed(3)
+    model = Transformer(
+        30, 30, PAD, d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0
+    ).eval()
+    src, tgt = torch.randint(4, 30, (2, 5)), torch.randint(4, 30, (2, 4))
+    enc, _ = model.encode(src)
+    assert enc["src_mask"] is None
+    with_mask = dict(enc, src_mask=make_padding_mask(src, PAD))
+    torch.testing.assert_close(model.decode(enc, tgt)[0], model.decode(with_mask, tgt)[0])
+
+
+def test_dropout_keeps_one_minus_p_and_preserves_the_mean():
+    torch.manual_seed(4)
+    x = torch.ones(200_000)
+    out = dropout(x, 0.25)
+    kept = out != 0
+    assert abs(kept.float().mean().item() - 0.75) < 0.01
+    torch.testing.assert_close(out[kept], torch.full_like(out[kept], 1 / 0.75))
+    assert abs(out.mean().item() - 1.0) < 0.02
+    assert dropout(x, 0.0) is x
+    assert (dropout(x, 1.0) == 0).all()
+
+
+def test_dropout_module_is_identity_in_eval_and_differentiable_in_train():
+    layer = Dropout(0.5)
+    x = torch.randn(4, 8, requires_grad=True)
+    assert layer.eval()(x) is x
+    out = layer.train()(x)
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, (out != 0).float() * 2.0)
+
+
+def test_attention_dropout_in_training_is_unbiased():
+    """Averaged over many draws, attention with dropout matches attention without it."""
+    torch.manual_seed(5)
+    q, k, v = torch.randn(1, 1, 3, 4), torch.randn(1, 1, 6, 4), torch.randn(1, 1, 6, 4)
+    exact, _ = scaled_dot_product_attention(q, k, v)
+    draws = torch.stack([scaled_dot_product_attention(q, k, v, dropout_p=0.2)[0] for _ in range(3000)])
+    torch.testing.assert_close(draws.mean(0), exact, atol=0.05, rtol=0.0)
+    assert not torch.equal(draws[0], draws[1])

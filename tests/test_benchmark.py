@@ -1,0 +1,89 @@
+"""The training benchmark: its FLOP count, its torch.nn.Transformer twin, a quick run's JSON."""
+
+import json
+import sys
+import types
+
+import pytest
+import torch
+from torch import nn
+
+from minitrans import benchmark_training as bench
+from minitrans.benchmark_training import SIZES, ModelSize, TorchTransformer, build_model, training_flops
+
+
+def linear_weights(model: nn.Module) -> int:
+    return sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
+
+
+@pytest.mark.parametrize("size", [SIZES["tiny"], ModelSize(48, 3, 80, 2, 3)])
+def test_flops_are_six_times_matmul_weights_times_tokens_plus_attention(size):
+    vocab, batch, length = 50, 4, 9
+    model = build_model("minitrans", vocab, size, 0.0, True)
+    attention_macs = 2 * batch * size.d_model * length**2 * (size.num_encoder_layers + 2 * size.num_decoder_layers)
+    expected = 6 * (batch * length * linear_weights(model) + attention_macs)
+    assert training_flops(size, vocab, batch, length, length) == expected
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_torch_twin_has_the_same_parameters_and_output_shape(norm_first):
+    size = SIZES["tiny"]
+    ours = build_model("minitrans", 40, size, 0.1, norm_first)
+    twin = build_model("torch", 40, size, 0.1, norm_first)
+    assert isinstance(twin, TorchTransformer)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    # nn.Transformer always ends both stacks in a LayerNorm; post-norm minitrans does not.
+    assert count(twin) - count(ours) == (0 if norm_first else 4 * size.d_model)
+    src = torch.tensor([[5, 6, 7, 0], [5, 6, 7, 8]])
+    tgt = torch.tensor([[2, 9, 9], [2, 9, 0]])
+    assert twin(src, tgt).shape == ours(src, tgt).shape == (2, 3, 40)
+
+
+def test_quick_run_writes_sane_json(tmp_path, capsys):
+    out_path = tmp_path / "bench.json"
+    argv = ["--sizes", "tiny", "--quick", "--data", "synthetic", "--vocab-size", "300", "--batch-tokens", "600"]
+    bench.main([*argv, "--threads", "1", "--json", str(out_path)])
+    report = capsys.readouterr().out
+    assert "minitrans" in report and "torch" in report and "padding fraction" in report
+    out = json.loads(out_path.read_text())
+    assert set(out) >= {"machine", "data", "settings", "sizes", "decoding"}
+    assert out["machine"]["matmul_flops_per_second"] > 0 and out["machine"]["threads"] == 1
+    data = out["data"]
+    for key in ("padding_fraction", "source_padding_fraction", "target_padding_fraction"):
+        assert 0.0 <= data[key] < 0.5
+    assert min(data["source_padding_fraction"], data["target_padding_fraction"]) <= data["padding_fraction"]
+    (size,) = out["sizes"]
+    assert size["size"] == "tiny" and size["config"]["d_model"] == SIZES["tiny"].d_model
+    assert 0.0 <= size["padding_fraction"] < 0.5 and size["flops_per_pass"] > 0
+    for name in ("minitrans", "torch"):
+        assert size["tokens_per_second"][name] > 0
+        assert 0 < size["mfu"][name] < 1.5
+        assert size["peak_memory"][name]["training_mib"] >= 0
+    ratio = size["ratio_vs_torch"]["minitrans"]
+    assert ratio["min"] <= ratio["median"] <= ratio["max"] and ratio["median"] > 0
+    assert out["decoding"] is None
+
+
+def test_decoding_figures_come_from_the_decoding_benchmark(monkeypatch):
+    calls = []
+
+    def benchmark_decoding(checkpoint, device=None):
+        calls.append((checkpoint, device))
+        return {"sentences_per_second": 12.5}
+
+    module = types.ModuleType("minitrans.benchmark_decoding")
+    module.benchmark_decoding = benchmark_decoding
+    monkeypatch.setitem(sys.modules, "minitrans.benchmark_decoding", module)
+    figures = bench.decoding_figures("runs/x", torch.device("cpu"), quick=True)
+    assert figures == {"sentences_per_second": 12.5} and calls == [("runs/x", "cpu")]
+
+
+def test_benchmark_loss_is_the_trainers_loss():
+    from minitrans.evaluation import token_loss
+
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 5, 11, generator=gen)
+    tgt_out = torch.randint(1, 11, (3, 5), generator=gen)
+    tgt_out[0, 3:] = 0
+    for smoothing in (0.0, 0.1):
+        torch.testing.assert_close(bench.token_loss(logits, tgt_out, smoothing), token_loss(logits, tgt_out, smoothing))
