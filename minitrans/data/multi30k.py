@@ -57,14 +57,10 @@ def _split_key(split: str) -> tuple[int, str]:
     return (SPLIT_ORDER.index(split), "") if split in SPLIT_ORDER else (len(SPLIT_ORDER), split)
 
 
-def available_splits(
-    root: str | Path = DEFAULT_ROOT, src_lang: str = "de", tgt_lang: str = "en"
-) -> list[str]:
+def available_splits(root: str | Path = DEFAULT_ROOT, src_lang: str = "de", tgt_lang: str = "en") -> list[str]:
     """Every split present in `root` for both languages, known splits first."""
     files = _corpus_files(Path(root))
-    splits = {s for s, lang in files if lang == src_lang} & {
-        s for s, lang in files if lang == tgt_lang
-    }
+    splits = {s for s, lang in files if lang == src_lang} & {s for s, lang in files if lang == tgt_lang}
     return sorted(splits, key=_split_key)
 
 
