@@ -263,34 +263,9 @@ def load_run_split(
     first test split (e.g. "test" is test_2016_flickr for Multi30k). Returns (sources,
     references, split name)."""
     from minitrans.config import DataConfig
+    from minitrans.data.corpus import load_split
 
-    data = DataConfig(**config["data"])
-    aliases = {"train": data.train_split, "valid": data.valid_split, "test": data.test_splits[0]}
-    if data.name == "multi30k":
-        from minitrans.data.multi30k import DEFAULT_ROOT, available_splits, load_multi30k
-
-        root = Path(data_root or data.root or DEFAULT_ROOT)
-        available = available_splits(root, data.src_lang, data.tgt_lang)
-        name = split if split in available else aliases.get(split, split)
-        pairs = load_multi30k(root, data.src_lang, data.tgt_lang, splits=[name])[name]
-        return list(pairs["src"]), list(pairs["tgt"]), name
-    from minitrans.data.generated import generate_corpus
-
-    name = {"val": "valid"}.get(split, split)
-    if name not in ("train", "valid", "test"):
-        raise ValueError(f"the generated corpus has splits train, valid and test, not {split!r}")
-    # Splits are drawn independently of the training split's size: skip drawing it unless asked.
-    corpus = generate_corpus(
-        num_train=data.num_train if name == "train" else 0,
-        num_valid=data.num_valid,
-        num_test=data.num_test,
-        min_words=data.min_words,
-        max_words=data.max_words,
-        seed=data.corpus_seed,
-    )
-    src_index = 0 if data.src_lang == "en" else 1
-    pairs = corpus[name]
-    return [pair[src_index] for pair in pairs], [pair[1 - src_index] for pair in pairs], name
+    return load_split(DataConfig(**config["data"]), split, data_root)
 
 
 __all__ = [

@@ -14,27 +14,7 @@ from minitrans.tokenizer import Tokenizer
 def load_corpus(cfg: DataConfig) -> datasets.DatasetDict:
     """Every split the corpus has, each a Dataset with string columns ``src`` and ``tgt``."""
     if cfg.name == "generated":
-        from minitrans.data.generated import generate_corpus
-
-        if (cfg.src_lang, cfg.tgt_lang) not in (("en", "de"), ("de", "en")):
-            raise ValueError(f"the generated corpus is English-German; got {cfg.src_lang}->{cfg.tgt_lang}")
-        splits = generate_corpus(
-            num_train=cfg.num_train,
-            num_valid=cfg.num_valid,
-            num_test=cfg.num_test,
-            min_words=cfg.min_words,
-            max_words=cfg.max_words,
-            seed=cfg.corpus_seed,
-        )
-        src_index = 0 if cfg.src_lang == "en" else 1
-        corpus = datasets.DatasetDict(
-            {
-                name: datasets.Dataset.from_dict(
-                    {"src": [pair[src_index] for pair in pairs], "tgt": [pair[1 - src_index] for pair in pairs]}
-                )
-                for name, pairs in splits.items()
-            }
-        )
+        corpus = _generated(cfg)
     else:
         from minitrans.data.multi30k import DEFAULT_ROOT, load_multi30k
 
@@ -47,6 +27,50 @@ def load_corpus(cfg: DataConfig) -> datasets.DatasetDict:
         if len(corpus[name]) == 0:
             raise ValueError(f"split {name!r} of corpus {cfg.name!r} is empty")
     return corpus
+
+
+def _generated(cfg: DataConfig, with_train: bool = True) -> datasets.DatasetDict:
+    """The embedded corpus, regenerated from its seed and sizes (the training split, the
+    slowest to draw, can be skipped: the other splits do not depend on it)."""
+    from minitrans.data.generated import generate_corpus
+
+    if (cfg.src_lang, cfg.tgt_lang) not in (("en", "de"), ("de", "en")):
+        raise ValueError(f"the generated corpus is English-German; got {cfg.src_lang}->{cfg.tgt_lang}")
+    splits = generate_corpus(
+        num_train=cfg.num_train if with_train else 0,
+        num_valid=cfg.num_valid,
+        num_test=cfg.num_test,
+        min_words=cfg.min_words,
+        max_words=cfg.max_words,
+        seed=cfg.corpus_seed,
+    )
+    src = 0 if cfg.src_lang == "en" else 1
+    return datasets.DatasetDict(
+        {
+            name: datasets.Dataset.from_dict({"src": [p[src] for p in pairs], "tgt": [p[1 - src] for p in pairs]})
+            for name, pairs in splits.items()
+        }
+    )
+
+
+def load_split(cfg: DataConfig, split: str, root: str | Path | None = None) -> tuple[list[str], list[str], str]:
+    """Sources and references of one split: any split name the corpus has, or "train",
+    "valid" / "val" and "test" for the configured training, validation and first test split.
+    Multi30k is read from ``root``, else ``cfg.root``, else data/multi30k. Returns (sources,
+    references, the split's real name)."""
+    aliases = {"train": cfg.train_split, "valid": cfg.valid_split, "val": cfg.valid_split, "test": cfg.test_splits[0]}
+    if cfg.name == "multi30k":
+        from minitrans.data.multi30k import DEFAULT_ROOT, available_splits, load_multi30k
+
+        folder = Path(root or cfg.root or DEFAULT_ROOT)
+        name = split if split in available_splits(folder, cfg.src_lang, cfg.tgt_lang) else aliases.get(split, split)
+        pairs = load_multi30k(folder, cfg.src_lang, cfg.tgt_lang, splits=[name])[name]
+    else:
+        name = aliases.get(split, split)
+        if name not in ("train", "valid", "test"):
+            raise ValueError(f"the generated corpus has splits train, valid and test, not {split!r}")
+        pairs = _generated(cfg, with_train=name == "train")[name]
+    return list(pairs["src"]), list(pairs["tgt"]), name
 
 
 def _fingerprint(dataset: datasets.Dataset, tokenizer: Tokenizer) -> str:
