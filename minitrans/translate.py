@@ -14,7 +14,9 @@ Input policies, one line in and one line out (the README repeats them):
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -269,6 +271,7 @@ def load_run_split(
 
 
 __all__ = [
+    "plain_truncation_warnings",
     "CHECKPOINT_NAMES",
     "InputError",
     "SentenceAttention",
@@ -279,3 +282,17 @@ __all__ = [
     "resolve_checkpoint",
     "translate_with_attention",
 ]
+
+
+@contextlib.contextmanager
+def plain_truncation_warnings():
+    """For command-line tools: every cut sentence is reported, each as one ``warning: ...``
+    line on stderr rather than Python's file-and-line format."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("always", message=r"sentence \d+ has")
+        warnings.showwarning = show
+        yield

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-import warnings
 from pathlib import Path
 
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
@@ -24,7 +23,7 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from minitrans.checkpoint import CheckpointError
 from minitrans.metrics import bleu_by_length, corpus_scores
-from minitrans.translate import Translator, load_run_split, resolve_checkpoint
+from minitrans.translate import Translator, load_run_split, plain_truncation_warnings, resolve_checkpoint
 from minitrans.utils import pick_device
 
 
@@ -60,15 +59,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("always", message=r"sentence \d+ has")  # report every cut sentence
-        warnings.showwarning = show_warning  # one plain line per warning
+    with plain_truncation_warnings():
         return run(args)
 
 

@@ -12,14 +12,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from pathlib import Path
 
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from minitrans.checkpoint import CheckpointError
-from minitrans.translate import InputError, Translator, numbered_path, read_sentences, translate_with_attention
+from minitrans.translate import (
+    InputError,
+    Translator,
+    numbered_path,
+    plain_truncation_warnings,
+    read_sentences,
+    translate_with_attention,
+)
 from minitrans.utils import pick_device
 
 
@@ -84,15 +90,9 @@ def interactive(translator: Translator, args: argparse.Namespace, options: dict)
             print(translator.translate([line], **options)[0])
 
 
-def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("always", message=r"sentence \d+ has")  # report every cut sentence
-        warnings.showwarning = show_warning  # one plain line per warning
+    with plain_truncation_warnings():
         return run(args)
 
 
