@@ -57,7 +57,9 @@ def prepare_training_data(cfg: TrainConfig, tokenizer_state: dict | None = None)
     )
     if len(train_set) == 0:
         raise ConfigError(f"data.max_tokens: no training pair fits in {max_tokens} subwords")
-    src_ids, tgt_ids = train_set["src_ids"], train_set["tgt_ids"]
+    # plain lists: the loop reads them per sentence, and each lookup in a datasets Column costs
+    # ~60 µs (three per sentence per step, ~8% of a default training step)
+    src_ids, tgt_ids = train_set["src_ids"][:], train_set["tgt_ids"][:]
     try:
         sampler = TokenBatchSampler(
             [len(ids) for ids in src_ids], [len(ids) for ids in tgt_ids], cfg.trainer.batch_tokens, seed=cfg.seed
