@@ -7,12 +7,15 @@ schedule, data position and random generator states.
 Writing: a temporary file in the same folder, flushed and fsynced, then renamed over the old
 one, so a crash or a kill during a save leaves the previous checkpoint intact.
 
-Loading never runs code from the file. Before torch sees it, the archive's CRCs are checked
-and every global its pickle names is checked against the few that tensors need; then it is
-read with ``torch.load(weights_only=True)``, passed explicitly (torch's
-``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` only changes calls that leave ``weights_only`` unset, and
-the check before it holds even if something has patched ``torch.load``). Any problem is one
-:class:`CheckpointError` with a one-line message.
+Loading never runs code from the file. Before torch sees it, the archive's CRCs are checked,
+member names that collide case-insensitively are refused, and the pickle record torch's own
+zip reader returns (the one ``torch.load`` will unpickle) is scanned: every global it names
+must be one of the few that dense tensors, state dicts and bytes need, and opcodes that
+build anything else (sets) are refused, so a ``set``, an ``nn.Parameter``, a sparse or
+subclassed tensor never load. Then it is read with ``torch.load(weights_only=True)``, passed
+explicitly (torch's ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` only changes calls that leave
+``weights_only`` unset, and the scan holds even if something has patched ``torch.load``). Any
+problem is one :class:`CheckpointError` with a one-line message.
 """
 
 from __future__ import annotations
@@ -31,9 +34,20 @@ import torch
 FORMAT = "minitrans-checkpoint"
 VERSION = 1
 
-# What torch.save writes for tensors, storages, state dicts and bytes, and nothing else.
-_ALLOWED_GLOBALS = {("collections", "OrderedDict"), ("_codecs", "encode"), ("torch", "Size"), ("torch", "device")}
+# What torch.save writes for dense tensors, storages, state dicts and bytes, and nothing else
+# (``__builtin__ bytes``: how protocol 2 spells an empty bytes object).
+_ALLOWED_GLOBALS = {
+    ("collections", "OrderedDict"),
+    ("_codecs", "encode"),
+    ("torch", "Size"),
+    ("torch", "device"),
+    ("torch._utils", "_rebuild_tensor_v2"),
+    ("__builtin__", "bytes"),
+    ("builtins", "bytes"),
+}
 _NAMING_OPCODES = {"GLOBAL", "STACK_GLOBAL", "INST", "EXT1", "EXT2", "EXT4"}
+_REFUSED_OPCODES = {"EMPTY_SET", "ADDITEMS", "FROZENSET", "OBJ", "NEWOBJ", "NEWOBJ_EX"}  # not in a checkpoint
+_ZIP_MAGIC = b"PK\x03\x04"  # torch.load reads anything else as a legacy (non-zip) pickle
 
 
 # torch.load(weights_only=True) itself had holes: CVE-2025-32434 (code execution, torch <= 2.5.1)
@@ -125,7 +139,8 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             stacklevel=2,
         )
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
+        with torch.serialization.safe_globals([bytes]):  # b"" is pickled as bytes(); torch refuses it alone
+            payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else "unsafe content"
         raise CheckpointError(f"{path} was refused by the safe loader (weights_only=True): {first_line}") from None
@@ -141,19 +156,30 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
 
 
 def _check_archive(path: Path) -> None:
-    """torch.save's zip archive, whole (CRCs), whose pickle names only what tensors need."""
+    """torch.save's zip archive, whole (CRCs), unambiguous (no two member names that differ
+    only in case: torch's reader matches names case-insensitively), whose pickle, read with
+    torch's own reader, names only what tensors need."""
     try:
+        with open(path, "rb") as file:
+            magic = file.read(len(_ZIP_MAGIC))
         with zipfile.ZipFile(path) as archive:
             damaged = archive.testzip()
-            pickles = [name for name in archive.namelist() if name.endswith("/data.pkl")]
-            data = archive.read(pickles[0]) if len(pickles) == 1 else None
+            names = archive.namelist()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
         raise CheckpointError(f"{path} is truncated or corrupt ({error}); it cannot be loaded") from None
+    if magic != _ZIP_MAGIC:
+        raise CheckpointError(f"{path} is corrupt (it does not start as a zip archive); it cannot be loaded")
     if damaged is not None:
         raise CheckpointError(f"{path} is corrupt (member {damaged} fails its CRC check); it cannot be loaded")
-    if data is None:
-        raise CheckpointError(f"{path} is not a minitrans checkpoint (no single data.pkl inside)")
-    unsafe = _unsafe_global(data, path)
+    folded = [name.lower() for name in names]
+    if len(set(folded)) != len(folded):
+        twin = next(name for name in names if folded.count(name.lower()) > 1)
+        raise CheckpointError(f"{path} was refused: two members are named {twin!r} up to case")
+    try:  # exactly the record torch.load will unpickle
+        data = torch._C.PyTorchFileReader(str(path)).get_record("data.pkl")
+    except (RuntimeError, OSError, ValueError):
+        raise CheckpointError(f"{path} is not a minitrans checkpoint (torch finds no data.pkl in it)") from None
+    unsafe = _unsafe_global(bytes(data), path)
     if unsafe is not None:
         raise CheckpointError(f"{path} was refused: its pickle refers to {unsafe}, which a checkpoint never needs")
 
@@ -165,6 +191,8 @@ def _unsafe_global(data: bytes, path: Path) -> str | None:
     one another way (STACK_GLOBAL, INST, EXT*) are refused outright, so nothing escapes."""
     try:
         for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name in _REFUSED_OPCODES:
+                return f"a {opcode.name} opcode"
             if opcode.name in _NAMING_OPCODES:
                 module, _, attr = str(arg).partition(" ") if opcode.name == "GLOBAL" else (opcode.name, "", "")
                 if not _is_allowed(module, attr):
@@ -176,7 +204,5 @@ def _unsafe_global(data: bytes, path: Path) -> str | None:
 
 def _is_allowed(module: str, attr: str) -> bool:
     if (module, attr) in _ALLOWED_GLOBALS:
-        return True
-    if module == "torch._utils" and attr.startswith("_rebuild_"):
         return True
     return module == "torch" and (attr.endswith("Storage") or isinstance(getattr(torch, attr, None), torch.dtype))

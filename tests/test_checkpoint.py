@@ -209,3 +209,75 @@ def test_a_torch_with_known_weights_only_holes_is_warned_about(tmp_path, monkeyp
     monkeypatch.setattr(checkpoint.torch, "__version__", TorchVersion("2.5.1"))
     with pytest.warns(UserWarning, match="CVE-2025-32434.*torch>=2.10"):
         load_checkpoint(path)
+
+
+# -- the scan reads what torch reads, and refuses what it says it refuses ----------------------
+def checkpoint_with(tmp_path: Path, name: str, value, protocol: int = 2) -> Path:
+    path = tmp_path / f"{name}.pt"
+    torch.save({"format": checkpoint.FORMAT, "version": 1, "model": {"w": value}}, path, pickle_protocol=protocol)
+    return path
+
+
+def pickle_of(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        return archive.read(next(n for n in archive.namelist() if n.endswith("/data.pkl")))
+
+
+def rewritten(source: Path, out: Path, rename: dict[str, tuple[str, bytes]]) -> Path:
+    """A copy of ``source`` whose members named in ``rename`` become (new name, new bytes)."""
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(out, "w") as dst:
+        for name in src.namelist():
+            new_name, data = rename.get(name.split("/", 1)[1], (None, None))
+            if new_name is None:
+                dst.writestr(name, src.read(name))
+            else:
+                for extra_name, extra_data in ((new_name, data), *rename.get("+", [])):
+                    dst.writestr(f"{name.split('/', 1)[0]}/{extra_name}", extra_data)
+    return out
+
+
+UNWANTED = {
+    "set": lambda: {1, 2},
+    "parameter": lambda: torch.nn.Parameter(torch.zeros(2)),
+    "sparse": lambda: torch.sparse_coo_tensor(torch.tensor([[0, 5]]), torch.ones(2), (3,)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNWANTED))
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_sets_parameters_and_sparse_tensors_are_refused(tmp_path, kind, protocol):
+    path = checkpoint_with(tmp_path, kind, UNWANTED[kind](), protocol)
+    with pytest.raises(CheckpointError, match="refused"):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("kind", sorted(UNWANTED))
+def test_a_second_pickle_named_in_another_case_cannot_sidestep_the_scan(tmp_path, kind):
+    """torch's zip reader finds ``DATA.PKL`` when asked for ``data.pkl``; the scan must read it."""
+    good = tmp_path / "good.pt"
+    save_checkpoint(payload(1.0), good)
+    evil = pickle_of(checkpoint_with(tmp_path, kind, UNWANTED[kind]()))
+    # the unwanted pickle as DATA.PKL, the good one moved where a naive scan would find it
+    hidden = rewritten(good, tmp_path / "hidden.pt", {"data.pkl": ("DATA.PKL", evil), "+": [("x/data.pkl", b"")]})
+    hidden_twin = rewritten(good, tmp_path / "twin.pt", {"data.pkl": ("DATA.PKL", evil), "+": [("data.pkl", b"")]})
+    reader = torch._C.PyTorchFileReader(str(hidden))
+    assert reader.get_record("data.pkl") == evil  # the premise: torch would load the unwanted pickle
+    for path in (hidden, hidden_twin):
+        with pytest.raises(CheckpointError, match="refused") as error:
+            load_checkpoint(path)
+        assert "\n" not in str(error.value)
+
+
+def test_a_file_torch_would_read_as_a_legacy_pickle_is_refused(tmp_path):
+    good = tmp_path / "good.pt"
+    save_checkpoint(payload(1.0), good)
+    prefixed = tmp_path / "prefixed.pt"  # zipfile still finds the archive at the end; torch would not look
+    prefixed.write_bytes(pickle.dumps({"format": checkpoint.FORMAT, "x": {1}}, protocol=2) + good.read_bytes())
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(prefixed)
+
+
+def test_empty_bytes_load(tmp_path):
+    path = tmp_path / "last.pt"
+    save_checkpoint({"tokenizer": {"src": b"", "tgt": b"\x00"}, "model": {}}, path)
+    assert load_checkpoint(path)["tokenizer"] == {"src": b"", "tgt": b"\x00"}
