@@ -78,9 +78,29 @@ def script_env() -> dict[str, str]:
 def run_train():
     """``run_train(*args, timeout=...)`` runs scripts/train.py and returns the CompletedProcess."""
 
-    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(*args: str, timeout: float = 120, cwd: Path = REPO) -> subprocess.CompletedProcess:
         return subprocess.run(
-            train_command(*args), cwd=REPO, env=script_env(), capture_output=True, text=True, timeout=timeout
+            train_command(*args), cwd=cwd, env=script_env(), capture_output=True, text=True, timeout=timeout
         )
 
     return run
+
+
+class SubprocessInAQuickTest(AssertionError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _quick_tests_start_no_processes(request, monkeypatch):
+    """``-m "not slow"`` must leave out every test that starts another interpreter: a test not
+    marked slow fails if it launches a process (subprocess, or multiprocessing's spawn)."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+
+    def refuse(*args, **kwargs):
+        raise SubprocessInAQuickTest(f"{request.node.nodeid} starts a process: mark it @pytest.mark.slow")
+
+    import multiprocessing.util
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", refuse)

@@ -58,6 +58,7 @@ def test_a_save_that_fails_half_way_leaves_the_previous_checkpoint_intact(tmp_pa
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_process_killed_during_a_save_leaves_the_previous_checkpoint_intact(tmp_path):
     path = tmp_path / "last.pt"
     save_checkpoint(payload(1.0), path)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
@@ -39,6 +40,7 @@ TINY = {
 }
 
 
+@pytest.mark.slow
 def test_multirun_gives_one_readable_folder_per_job_refuses_the_impossible_one_and_compares(tmp_path):
     sweep = tmp_path / "sweep"
     # The tiny settings stay out of the folder names, so that only the swept key shows.

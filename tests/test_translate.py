@@ -240,6 +240,7 @@ def test_script_reports_one_error_line(script, run, tmp_path, capsys, make_args,
     assert len(lines) == 1 and __import__("re").match(message, lines[0])
 
 
+@pytest.mark.slow
 def test_script_runs_as_a_program_and_reads_invalid_stdin(run):
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "translate.py"), str(run)],
