@@ -1,5 +1,7 @@
 """The Transformer's properties: causality, padding invariance, cache = recomputation, learning."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -81,14 +83,25 @@ def test_shared_and_tied_embeddings():
         Transformer(40, 50, PAD, share_embeddings=True)
 
 
-def test_positions_are_sinusoids_and_bounded():
-    positions = SinusoidalPositions(d_model=8, max_len=16)
-    table = positions(16)
-    assert table[0, 0::2].abs().max() == 0 and torch.allclose(table[0, 1::2], torch.ones(4))
-    assert torch.allclose(table[3, 0], torch.sin(torch.tensor(3.0)))
-    assert torch.allclose(positions(4, offset=5), table[5:9])
+@pytest.mark.parametrize("d_model", [8, 16])
+def test_positions_are_sinusoids_and_bounded(d_model):
+    """Every entry against the notes' formula, computed another way (float64, math.pow)."""
+    max_len = 64
+    positions = SinusoidalPositions(d_model=d_model, max_len=max_len)
+    table = positions(max_len)
+    assert table.shape == (max_len, d_model)
+    expected = torch.empty(max_len, d_model, dtype=torch.float64)
+    for pos in range(max_len):
+        for i in range(d_model // 2):
+            angle = pos / math.pow(10000.0, 2 * i / d_model)
+            expected[pos, 2 * i], expected[pos, 2 * i + 1] = math.sin(angle), math.cos(angle)
+    torch.testing.assert_close(table.double(), expected, atol=1e-5, rtol=0)
+    assert table.abs().max() <= 1.0  # bounded, whatever the position
+    assert len({tuple(row) for row in table.tolist()}) == max_len  # every position distinct
+    torch.testing.assert_close(positions(4, offset=5), table[5:9])
+    assert positions(9, offset=max_len - 9).shape == (9, d_model)  # the last position is usable
     with pytest.raises(ValueError, match="max_len"):
-        positions(10, offset=10)
+        positions(10, offset=max_len - 9)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
