@@ -10,6 +10,7 @@ that import Hydra.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field, is_dataclass
@@ -28,7 +29,88 @@ def _check(condition: bool, key: str, problem: str) -> None:
 
 
 def _check_dropout(key: str, value: float) -> None:
-    _check(0.0 <= value < 1.0, key, f"must be in [0, 1), got {value}")
+    check_range(key, value, 0, 1, high_open=True)
+
+
+def check_range(
+    key: str,
+    value: float | None,
+    low: float,
+    high: float = math.inf,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    optional: bool = False,
+) -> None:
+    """``value`` is a number within the interval (never NaN or infinite); the message names the
+    key and the valid range."""
+    if value is None and optional:
+        return
+    problem = range_problem(value, low, high, low_open=low_open, high_open=high_open)
+    if problem is not None:
+        raise ConfigError(f"{key}: {problem}")
+
+
+def range_problem(
+    value: object, low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = False
+) -> str | None:
+    """ "must be in [low, high], got value" when ``value`` is not a finite number in the interval."""
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    inside = (
+        is_number
+        and math.isfinite(value)
+        and (low < value if low_open else low <= value)
+        and (value < high if high_open else value <= high)
+    )
+    if inside:
+        return None
+    left = f"{'(' if low_open else '['}{_number(low)}"
+    right = f"{_number(high)}{')' if high_open or high == math.inf else ']'}"
+    return f"must be in {left}, {right}, got {value}"
+
+
+def cli_number(kind: type, low: float, high: float = math.inf, *, low_open: bool = False):
+    """An argparse ``type=`` that parses an int or float and refuses it outside the interval
+    (argparse then prints the flag, the range, and exits with status 2)."""
+    import argparse
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
+        problem = range_problem(value, low, high, low_open=low_open)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in some messages
+    return parse
+
+
+def _number(value: float) -> str:
+    return "inf" if value == math.inf else f"{value:,}".replace(",", "_") if value >= 100_000 else f"{value:g}"
+
+
+# Upper bounds on sizes: far beyond anything this project trains, small enough that a value
+# read from an untrusted checkpoint cannot make a tensor bigger than memory by itself.
+MAX_WIDTH = 16384  # d_model, d_ff, d_k, d_v, RNN widths
+MAX_LAYERS = 128
+MAX_POSITIONS = 65536  # model.max_len; the position table is max_len x d_model floats
+MAX_VOCAB = 1_000_000
+MAX_SEED = 2**32 - 1  # NumPy's seeds
+# Decoding options, shared by the trainer's final evaluation and the scripts' flags.
+BEAM_RANGE = (1, 100)  # wider beams cost memory (beam x vocabulary scores per step) and rarely help
+LENGTH_PENALTY_RANGE = (0.0, 5.0)  # GNMT's alpha; 0 = none
+MAX_OUTPUT_RATIO_RANGE = (0.0, 100.0)  # output tokens <= ratio * source length + 10; ratio > 0
+
+
+def check_decoding(beam: int, length_penalty: float, max_output_ratio: float, keys: tuple[str, str, str]) -> None:
+    """Decoding options (beam size, length penalty, output length ratio), each in its range;
+    ``keys`` names them in the error (config keys or command-line flags)."""
+    check_range(keys[0], beam, *BEAM_RANGE)
+    check_range(keys[1], length_penalty, *LENGTH_PENALTY_RANGE)
+    check_range(keys[2], max_output_ratio, *MAX_OUTPUT_RATIO_RANGE, low_open=True)
 
 
 @dataclass
@@ -49,8 +131,15 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         _check(self.kind == "transformer", "model.kind", f"expected 'transformer', got {self.kind!r}")
-        for key in ("d_model", "num_heads", "d_ff", "num_encoder_layers", "num_decoder_layers", "max_len"):
-            _check(getattr(self, key) > 0, f"model.{key}", f"must be positive, got {getattr(self, key)}")
+        for key, high in (
+            ("d_model", MAX_WIDTH),
+            ("num_heads", MAX_WIDTH),
+            ("d_ff", 4 * MAX_WIDTH),
+            ("num_encoder_layers", MAX_LAYERS),
+            ("num_decoder_layers", MAX_LAYERS),
+            ("max_len", MAX_POSITIONS),
+        ):
+            check_range(f"model.{key}", getattr(self, key), 1, high)
         if self.d_k is None:
             _check(
                 self.d_model % self.num_heads == 0,
@@ -59,8 +148,7 @@ class TransformerConfig:
                 "pick another head count or set model.d_k explicitly",
             )
         for key in ("d_k", "d_v"):
-            value = getattr(self, key)
-            _check(value is None or value > 0, f"model.{key}", f"must be positive, got {value}")
+            check_range(f"model.{key}", getattr(self, key), 1, MAX_WIDTH, optional=True)
         _check(self.d_model % 2 == 0, "model.d_model", "must be even for sinusoidal positions")
         _check_dropout("model.dropout", self.dropout)
 
@@ -85,9 +173,10 @@ class RNNConfig:
         _check(
             self.kind in ("rnn", "rnn_attention"), "model.kind", f"expected 'rnn' or 'rnn_attention', got {self.kind!r}"
         )
-        for key in ("d_embed", "d_hidden", "num_layers", "max_len"):
-            _check(getattr(self, key) > 0, f"model.{key}", f"must be positive, got {getattr(self, key)}")
-        _check(self.d_attention is None or self.d_attention > 0, "model.d_attention", "must be positive")
+        for key, high in (("d_embed", MAX_WIDTH), ("d_hidden", MAX_WIDTH), ("num_layers", MAX_LAYERS)):
+            check_range(f"model.{key}", getattr(self, key), 1, high)
+        check_range("model.max_len", self.max_len, 1, MAX_POSITIONS)
+        check_range("model.d_attention", self.d_attention, 1, MAX_WIDTH, optional=True)
         _check_dropout("model.dropout", self.dropout)
 
 
@@ -118,9 +207,17 @@ class DataConfig:
     def __post_init__(self) -> None:
         _check(self.name in ("generated", "multi30k"), "data.name", f"unknown corpus {self.name!r}")
         _check(self.src_lang != self.tgt_lang, "data.tgt_lang", "source and target languages are the same")
-        for key in ("num_train", "num_valid", "num_test", "vocab_size", "max_tokens"):
-            _check(getattr(self, key) > 0, f"data.{key}", f"must be positive, got {getattr(self, key)}")
-        _check(0 < self.min_words <= self.max_words, "data.min_words", "need 0 < min_words <= max_words")
+        for key, high in (
+            ("num_train", 10_000_000),  # the generated corpus: sentences are drawn one by one
+            ("num_valid", 100_000),
+            ("num_test", 100_000),
+            ("vocab_size", MAX_VOCAB),
+            ("max_tokens", MAX_POSITIONS),
+            ("max_words", 1000),
+        ):
+            check_range(f"data.{key}", getattr(self, key), 1, high)
+        check_range("data.min_words", self.min_words, 1, self.max_words)
+        check_range("data.corpus_seed", self.corpus_seed, 0, MAX_SEED)
         _check(self.spm_model_type in ("unigram", "bpe"), "data.spm_model_type", "must be 'unigram' or 'bpe'")
         _check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
 
@@ -156,27 +253,40 @@ class TrainerConfig:
     progress: bool = True  # tqdm progress bar
 
     def __post_init__(self) -> None:
-        for key in (
-            "max_steps",
-            "batch_tokens",
-            "eval_every",
-            "log_every",
-            "beam_size",
-            "average_last",
-            "max_bad_steps",
+        for key, high in (
+            ("max_steps", 10**9),
+            ("batch_tokens", 10**8),
+            ("warmup_steps", 10**9),
+            ("eval_every", 10**9),
+            ("checkpoint_every", 10**9),
+            ("eval_sentences", 100_000),
+            ("log_every", 10**9),
+            ("average_last", 1000),
+            ("max_bad_steps", 10**6),
+            ("crash_at_step", 10**9),
+            ("num_threads", 4096),
         ):
-            _check(getattr(self, key) > 0, f"trainer.{key}", f"must be positive, got {getattr(self, key)}")
-        _check(self.lr > 0, "trainer.lr", f"must be positive, got {self.lr}")
-        _check(self.warmup_steps >= 0, "trainer.warmup_steps", "must be >= 0")
-        _check(0.0 <= self.label_smoothing < 1.0, "trainer.label_smoothing", "must be in [0, 1)")
-        _check(
-            len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "trainer.betas", "need two values in [0, 1)"
+            low = 0 if key == "warmup_steps" else 1
+            check_range(f"trainer.{key}", getattr(self, key), low, high, optional=key in self._OPTIONAL)
+        check_range("trainer.sample_sentences", self.sample_sentences, 0, 1000)
+        check_range("trainer.lr", self.lr, 0, low_open=True)
+        check_range("trainer.min_lr_ratio", self.min_lr_ratio, 0, 1)
+        check_range("trainer.weight_decay", self.weight_decay, 0, 10)
+        check_range("trainer.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
+        check_range("trainer.clip_grad_norm", self.clip_grad_norm, 0, low_open=True)
+        check_range("trainer.max_minutes", self.max_minutes, 0, low_open=True, optional=True)
+        _check(len(self.betas) == 2, "trainer.betas", f"need two values in [0, 1), got {self.betas}")
+        for beta in self.betas:
+            check_range("trainer.betas", beta, 0, 1, high_open=True)
+        check_decoding(
+            self.beam_size,
+            self.length_penalty,
+            self.max_output_ratio,
+            ("trainer.beam_size", "trainer.length_penalty", "trainer.max_output_ratio"),
         )
         _check(self.device in ("auto", "cpu", "cuda", "mps"), "trainer.device", f"unknown device {self.device!r}")
-        _check(self.max_minutes is None or self.max_minutes > 0, "trainer.max_minutes", "must be positive")
-        for key in ("checkpoint_every", "crash_at_step", "num_threads"):
-            value = getattr(self, key)
-            _check(value is None or value > 0, f"trainer.{key}", f"must be positive, got {value}")
+
+    _OPTIONAL = ("checkpoint_every", "crash_at_step", "num_threads")
 
 
 @dataclass
@@ -186,6 +296,9 @@ class TrainConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     seed: int = 0
     name: str | None = None  # a label for the run in summaries and comparisons; None -> model kind
+
+    def __post_init__(self) -> None:
+        check_range("seed", self.seed, 0, MAX_SEED)
 
 
 MODEL_SCHEMAS = {"transformer": TransformerConfig, "rnn": RNNConfig, "rnn_attention": RNNConfig}

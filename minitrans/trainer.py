@@ -42,7 +42,7 @@ from minitrans.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from minitrans.config import TrainConfig
+from minitrans.config import ConfigError, TrainConfig
 from minitrans.data import collate
 from minitrans.evaluation import token_loss
 from minitrans.interface import count_parameters
@@ -107,6 +107,12 @@ class Trainer:
             raise CheckpointError(f"{error} (to start afresh: trainer.resume=false or a new run folder)") from None
         if payload is not None:
             check_same_run(payload.get("config", {}), asdict(cfg), resume_path)
+            saved_seed = payload.get("config", {}).get("seed", cfg.seed)
+            if saved_seed != cfg.seed:  # the data order and every random stream follow the seed
+                raise ConfigError(
+                    f"seed: {resume_path} was trained with seed={saved_seed}, not {cfg.seed}; resume with "
+                    "the original seed, use a new run folder, or set trainer.resume=false"
+                )
         with distributed.InTurn(self.dist):  # one process per machine fills the caches
             data = prepare_training_data(cfg, payload["tokenizer"] if payload else None)
         self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
@@ -201,10 +207,12 @@ class Trainer:
             self.state.bad_steps += 1
             self.state.skipped_steps += 1
             if self.state.bad_steps >= tcfg.max_bad_steps:
+                last = self.ckpt_dir / "last.pt"
+                kept = f"last good checkpoint: {last}" if last.is_file() else "no checkpoint was written yet"
                 raise TrainingError(
                     f"{self.state.bad_steps} non-finite steps in a row after step {self.state.step} "
-                    f"(trainer.max_bad_steps={tcfg.max_bad_steps}); stopping. Last good checkpoint: "
-                    f"{self.ckpt_dir / 'last.pt'}; try a lower trainer.lr or more trainer.warmup_steps"
+                    f"(trainer.max_bad_steps={tcfg.max_bad_steps}); stopping; {kept}; "
+                    "try a lower trainer.lr or more trainer.warmup_steps"
                 )
             log.warning("step %d: non-finite loss or gradient; skipped", self.state.step + 1)
             return None

@@ -84,10 +84,14 @@ def pick_device(name: str = "auto") -> torch.device:
         if _has_mps():
             return torch.device("mps")
         return torch.device("cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        from minitrans.config import ConfigError
+    from minitrans.config import ConfigError
 
+    if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("trainer.device: cuda was asked for, but torch sees no CUDA device")
+    if name == "mps" and not _has_mps():
+        raise ConfigError("trainer.device: mps was asked for, but torch sees no Apple MPS device")
+    if name not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"trainer.device: unknown device {name!r} (auto, cpu, cuda or mps)")
     return torch.device(name)
 
 

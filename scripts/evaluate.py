@@ -22,6 +22,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from sacrebleu.metrics import BLEU, CHRF
 
 from minitrans.checkpoint import CheckpointError
+from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, cli_number
 from minitrans.metrics import bleu_by_length, corpus_scores
 from minitrans.translate import Translator, load_run_split, plain_truncation_warnings, resolve_checkpoint
 from minitrans.utils import pick_device
@@ -47,15 +48,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--split", default="test", help="split name; train/valid/test name the run's own (default test)"
     )
-    parser.add_argument("-b", "--beam", type=int, default=1, help="beam size; 1 = greedy (default)")
-    parser.add_argument("--length-penalty", type=float, default=0.6, help="beam search's alpha (default 0.6)")
-    parser.add_argument("--max-output-ratio", type=float, default=1.5, help="output tokens <= ratio * source + 10")
+    parser.add_argument(
+        "-b", "--beam", type=cli_number(int, *BEAM_RANGE), default=1, help="beam size; 1 = greedy (default)"
+    )
+    parser.add_argument(
+        "--length-penalty",
+        type=cli_number(float, *LENGTH_PENALTY_RANGE),
+        default=0.6,
+        help="beam search's alpha (default 0.6)",
+    )
+    parser.add_argument(
+        "--max-output-ratio",
+        type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
+        default=1.5,
+        help="output tokens <= ratio * source + 10",
+    )
     parser.add_argument("--data-root", help="folder of the Multi30k files (default: the run's data.root)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences of the split")
+    parser.add_argument(
+        "--limit", type=cli_number(int, 1), default=None, help="only the first N sentences of the split"
+    )
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="default: auto")
     args = parser.parse_args(argv)
-    if args.beam < 1:
-        parser.error("--beam must be at least 1")
     return args
 
 

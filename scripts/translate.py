@@ -18,6 +18,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from minitrans.checkpoint import CheckpointError
+from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, MAX_POSITIONS, cli_number
 from minitrans.translate import (
     InputError,
     Translator,
@@ -37,18 +38,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("sentences", nargs="*", help="sentences to translate (default: --input, stdin or a prompt)")
     parser.add_argument("-i", "--input", help="read sentences from this UTF-8 file, one per line ('-' for stdin)")
     parser.add_argument("-o", "--output", help="write translations to this file (default: stdout)")
-    parser.add_argument("-b", "--beam", type=int, default=1, help="beam size; 1 = greedy (default)")
-    parser.add_argument("--length-penalty", type=float, default=0.6, help="beam search's alpha (default 0.6)")
-    parser.add_argument("--max-output-ratio", type=float, default=1.5, help="output tokens <= ratio * source + 10")
-    parser.add_argument("--max-output-len", type=int, default=None, help="most output subwords (default: the model's)")
+    parser.add_argument(
+        "-b", "--beam", type=cli_number(int, *BEAM_RANGE), default=1, help="beam size; 1 = greedy (default)"
+    )
+    parser.add_argument(
+        "--length-penalty",
+        type=cli_number(float, *LENGTH_PENALTY_RANGE),
+        default=0.6,
+        help="beam search's alpha (default 0.6)",
+    )
+    parser.add_argument(
+        "--max-output-ratio",
+        type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
+        default=1.5,
+        help="output tokens <= ratio * source + 10",
+    )
+    parser.add_argument(
+        "--max-output-len",
+        type=cli_number(int, 1, MAX_POSITIONS),
+        default=None,
+        help="most output subwords (default: the model's)",
+    )
     parser.add_argument("--attention", help="save cross-attention PNGs here (numbered when several sentences)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="default: auto")
     parser.add_argument("--no-cache", action="store_true", help="recompute every prefix (slow; for checking)")
     args = parser.parse_args(argv)
-    if args.beam < 1:
-        parser.error("--beam must be at least 1")
-    if args.max_output_len is not None and args.max_output_len < 1:
-        parser.error("--max-output-len must be at least 1")
     if args.sentences and args.input:
         parser.error("give sentences as arguments or with --input, not both")
     return args

@@ -53,12 +53,12 @@ def config_dir_with_experiments(tmp_path) -> Path:
         (["+trainer.lrr=0.1"], ["trainer.lrr: unknown key"]),
         (["+colour=red"], ["colour: unknown key"]),
         (["trainer.max_steps=lots"], ["trainer.max_steps", "lots"]),
-        (["model.num_heads=0"], ["model.num_heads: must be positive, got 0"]),
-        (["model.num_heads=-2"], ["model.num_heads: must be positive, got -2"]),
+        (["model.num_heads=0"], ["model.num_heads: must be in [1, 16384], got 0"]),
+        (["model.num_heads=-2"], ["model.num_heads: must be in [1, 16384], got -2"]),
         (["model.d_model=30", "model.num_heads=4"], ["model.num_heads", "divisible"]),
         (["model.dropout=1.0"], ["model.dropout", "[0, 1)"]),
         (["model.dropout=-0.1"], ["model.dropout", "[0, 1)"]),
-        (["trainer.checkpoint_every=0"], ["trainer.checkpoint_every: must be positive"]),
+        (["trainer.checkpoint_every=0"], ["trainer.checkpoint_every: must be in [1, "]),
         (["experiment=nosuch"], ["experiment", "nosuch", "available: ", "multi30k"]),
         (["model=nosuch"], ["model", "nosuch", "transformer"]),
     ],
@@ -92,7 +92,7 @@ def test_the_script_exits_2_with_one_error_line_and_writes_nothing(tmp_path, run
     workdir.mkdir()
     for args, names in (
         (["trainer.lrr=0.1"], ["error: trainer.lrr: unknown key", "did you mean 'trainer.lr'?"]),
-        (["model.num_heads=0", "hydra.run.dir=run"], ["error: model.num_heads: must be positive"]),
+        (["model.num_heads=0", "hydra.run.dir=run"], ["error: model.num_heads: must be in [1, 16384], got 0"]),
     ):
         assert_one_error_line(run_train(*args, timeout=60, cwd=workdir), *names)
         assert list(workdir.iterdir()) == []
@@ -133,8 +133,91 @@ def test_data_problems_found_when_the_corpus_is_read_name_the_key(tmp_path, tiny
 
 
 def test_impossible_values_are_refused_by_the_schemas():
-    with pytest.raises(ConfigError, match=r"^trainer\.crash_at_step: must be positive"):
+    with pytest.raises(ConfigError, match=r"^trainer\.crash_at_step: must be in \[1, "):
         TrainerConfig(crash_at_step=0)
     with pytest.raises(ConfigError, match=r"^model\.num_heads: d_model=30 is not divisible"):
         TransformerConfig(d_model=30, num_heads=4)
     assert TransformerConfig(d_model=30, num_heads=4, d_k=8).head_dim == 8  # explicit d_k: any head count
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("trainer.clip_grad_norm=-1", "trainer.clip_grad_norm: must be in (0, inf), got -1"),
+        ("trainer.clip_grad_norm=0", "trainer.clip_grad_norm: must be in (0, inf)"),
+        ("trainer.length_penalty=nan", "trainer.length_penalty: must be in [0, 5], got nan"),
+        ("trainer.length_penalty=-inf", "trainer.length_penalty: must be in [0, 5], got -inf"),
+        ("trainer.max_output_ratio=nan", "trainer.max_output_ratio: must be in (0, 100], got nan"),
+        ("trainer.lr=inf", "trainer.lr: must be in (0, inf), got inf"),
+        ("trainer.lr=nan", "trainer.lr: must be in (0, inf), got nan"),
+        ("trainer.beam_size=10000", "trainer.beam_size: must be in [1, 100], got 10000"),
+        ("trainer.eval_sentences=0", "trainer.eval_sentences: must be in [1, "),
+        ("trainer.sample_sentences=-1", "trainer.sample_sentences: must be in [0, "),
+        ("trainer.min_lr_ratio=nan", "trainer.min_lr_ratio: must be in [0, 1]"),
+        ("trainer.weight_decay=-1", "trainer.weight_decay: must be in [0, 10]"),
+        ("trainer.betas=[nan,0.9]", "trainer.betas: must be in [0, 1)"),
+        ("trainer.max_minutes=inf", "trainer.max_minutes: must be in (0, inf)"),
+        ("model.d_model=20000", "model.d_model: must be in [1, 16384], got 20000"),
+        ("model.max_len=1000000000", "model.max_len: must be in [1, 65536]"),
+        ("model.max_len=1e9", "model.max_len"),
+        ("data.num_test=10000000", "data.num_test: must be in [1, 100_000]"),
+        ("seed=100000000000000000000", "seed: must be in [0, 4_294_967_295]"),
+        ("seed=1e20", "seed"),
+        ("seed=-1", "seed: must be in [0, "),
+    ],
+)
+def test_every_number_is_finite_and_in_range_with_the_range_in_the_message(override, expected):
+    problem = check_command_line([override], CONFIG_DIR)
+    assert problem is not None and problem.startswith(expected), problem
+    assert "\n" not in problem
+
+
+def script_main(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_script", Path(CONFIG_DIR).parent / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main
+
+
+@pytest.mark.parametrize("script", ["translate", "evaluate"])
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--length-penalty", "nan"], "--length-penalty: must be in [0, 5], got nan"),
+        (["--length-penalty", "inf"], "--length-penalty: must be in [0, 5], got inf"),
+        (["--length-penalty=-inf"], "--length-penalty: must be in [0, 5], got -inf"),
+        (["--max-output-ratio", "nan"], "--max-output-ratio: must be in (0, 100], got nan"),
+        (["--beam", "10000"], "--beam: must be in [1, 100], got 10000"),
+        (["--beam", "0"], "--beam: must be in [1, 100], got 0"),
+        (["--beam", "two"], "--beam: not an integer: 'two'"),
+    ],
+)
+def test_a_number_out_of_range_on_a_scripts_command_line_is_one_line_and_exit_2(script, flags, expected, capsys):
+    with pytest.raises(SystemExit) as stop:
+        script_main(script)(["RUN", *flags])
+    assert stop.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.endswith(expected), last
+
+
+def test_evaluate_refuses_a_negative_limit(capsys):
+    with pytest.raises(SystemExit) as stop:
+        script_main("evaluate")(["RUN", "--limit", "-5"])
+    assert stop.value.code == 2 and "--limit: must be in [1, inf), got -5" in capsys.readouterr().err
+
+
+def test_a_device_this_machine_lacks_is_a_config_error():
+    import torch
+
+    from minitrans.utils import pick_device
+
+    if not torch.backends.mps.is_available():
+        with pytest.raises(ConfigError, match="^trainer.device: mps was asked for"):
+            pick_device("mps")
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="^trainer.device: cuda was asked for"):
+            pick_device("cuda")
+    with pytest.raises(ConfigError, match="unknown device 'tpu'"):
+        pick_device("tpu")

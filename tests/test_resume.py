@@ -154,6 +154,17 @@ def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact
     assert all(torch.isfinite(t).all() for t in saved["model"].values())
 
 
+def test_a_run_that_diverges_before_its_first_checkpoint_names_none(tmp_path, tiny_config, monkeypatch):
+    import minitrans.trainer as trainer_module
+
+    cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=2", "trainer.eval_every=1000")
+    real_loss = trainer_module.token_loss
+    monkeypatch.setattr(trainer_module, "token_loss", lambda *a: real_loss(*a) * float("nan"))
+    with pytest.raises(TrainingError, match="no checkpoint was written yet") as error:
+        Trainer(cfg, tmp_path / "run").fit()
+    assert "last.pt" not in str(error.value)
+
+
 @pytest.mark.slow
 def test_a_diverging_run_exits_with_one_error_line(tmp_path, tiny_overrides, run_train):
     run = tmp_path / "run"
@@ -194,6 +205,8 @@ def test_a_run_folder_resumes_only_the_model_and_data_it_was_trained_with(tmp_pa
     train(tiny_config("trainer.max_steps=2", "trainer.eval_every=1000"), run)
     with pytest.raises(ConfigError, match=r"^model\.d_model: .* was trained with 32, not 48;"):
         Trainer(tiny_config("trainer.max_steps=4", "model.d_model=48"), run)
+    with pytest.raises(ConfigError, match=r"^seed: .* was trained with seed=0, not 7;"):
+        Trainer(tiny_config("trainer.max_steps=4", "seed=7"), run)
     (run / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="corrupt .*trainer.resume=false"):
         Trainer(tiny_config("trainer.max_steps=4"), run)
