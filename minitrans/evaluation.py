@@ -25,19 +25,31 @@ def token_loss(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: flo
 
 
 @torch.no_grad()
-def validation_loss(model: Seq2SeqModel, split: datasets.Dataset, batch_tokens: int, device: torch.device) -> float:
-    """Mean per-token cross-entropy (no label smoothing) under teacher forcing."""
+def validation_losses(
+    model: Seq2SeqModel, split: datasets.Dataset, batch_tokens: int, device: torch.device, label_smoothing: float = 0.0
+) -> dict[str, float]:
+    """Mean per-token losses under teacher forcing, from one pass: ``cross_entropy`` (no label
+    smoothing) and ``label_smoothed`` (the training loss, with ``label_smoothing``), so a
+    validation curve can be set beside the training curve it matches."""
     was_training = model.training
     model.eval()
     src_ids, tgt_ids = split["src_ids"], split["tgt_ids"]
     sampler = TokenBatchSampler(list(map(len, src_ids)), list(map(len, tgt_ids)), batch_tokens, shuffle=False)
-    total, tokens = 0.0, 0
+    plain, smoothed, tokens = 0.0, 0.0, 0
     for indices in sampler.batches():
         batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
-        total += float(token_loss(model(batch.src, batch.tgt_in), batch.tgt_out))
+        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+        plain += float(token_loss(logits, batch.tgt_out))
+        smoothed += float(token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
         tokens += batch.num_tgt_tokens
     model.train(was_training)
-    return total / max(tokens, 1)
+    tokens = max(tokens, 1)
+    return {"cross_entropy": plain / tokens, "label_smoothed": (smoothed if label_smoothing else plain) / tokens}
+
+
+def validation_loss(model: Seq2SeqModel, split: datasets.Dataset, batch_tokens: int, device: torch.device) -> float:
+    """Mean per-token cross-entropy (no label smoothing) under teacher forcing."""
+    return validation_losses(model, split, batch_tokens, device)["cross_entropy"]
 
 
 def evaluate_split(

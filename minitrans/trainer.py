@@ -48,7 +48,7 @@ from minitrans.evaluation import token_loss
 from minitrans.interface import count_parameters
 from minitrans.models import build_model
 from minitrans.run_data import prepare_training_data
-from minitrans.tblog import log_hparams
+from minitrans.tblog import log_hparams, log_layout
 from minitrans.translate import Translator
 from minitrans.utils import StopRequest, get_rng_state, pick_device, preserved_rng, seed_everything, set_rng_state
 
@@ -235,6 +235,7 @@ class Trainer:
         cfg, tcfg, state, is_main = self.cfg, self.cfg.trainer, self.state, self.dist.is_main
         if is_main:  # purge_step drops events a killed run logged after its last checkpoint
             self.writer = SummaryWriter(log_dir=str(self.out_dir), purge_step=state.step + 1)
+            log_layout(self.writer)
             log.info(
                 "model %s: %s parameters; %d training pairs; device %s; %d process(es)",
                 cfg.model.kind,
@@ -300,7 +301,7 @@ class Trainer:
         rate = self.window_tokens / max(self.window_seconds, 1e-9)  # target tokens per training second
         self.window_tokens, self.window_seconds = 0, 0.0
         progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", epoch=state.epoch)
-        self.writer.add_scalar("train/loss", loss, state.step)
+        self.writer.add_scalar("train/loss_label_smoothed", loss, state.step)
         self.writer.add_scalar("train/tokens_per_second", rate, state.step)
         self.writer.add_scalar("train/lr", self.scheduler.get_last_lr()[0], state.step)
         self.writer.add_scalar("train/epoch", state.epoch, state.step)
@@ -361,7 +362,7 @@ class Trainer:
         chosen = self.final_weights()
         valid = self.validate(to_tensorboard=False)  # the chosen weights; TensorBoard has them as final/* hparams
         tests = {name: self.data[name] for name in cfg.data.test_splits}
-        splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir, self.writer, state.step)
+        splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir)
         summary = {
             "name": cfg.name or cfg.model.kind,
             "model": cfg.model.kind,

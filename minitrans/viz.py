@@ -13,6 +13,12 @@ training steps compare by eye. The axes of each kind of map, as
     dec_self   rows and columns: decoder inputs, ``<s>`` + target pieces
     cross      rows: output tokens, target pieces + ``</s>``; columns: source pieces
 
+TensorBoard gets one card per head (:func:`attention_cards`): every card has the same fixed
+size, so the IMAGES tab lines them up, and its fonts and label spacing are chosen to be read
+at the card's default width. PNG files get the whole layer as a grid (:func:`attention_figure`).
+
+Every plot of runs colours a model kind the same way (:data:`MODEL_COLORS`).
+
 Shape legend: H heads, Lq query (row) length, Lk key (column) length.
 """
 
@@ -34,6 +40,14 @@ KIND_TITLES = {
     "cross": "cross-attention (rows: output tokens, columns: source)",
 }
 CMAP = "viridis"
+# One colour per model kind in every plot (tab10's blue, red and green): the Transformer is
+# never green in one figure and blue in the next.
+MODEL_COLORS = {"transformer": "#1f77b4", "rnn": "#d62728", "rnn_attention": "#2ca02c"}
+OTHER_COLORS = ("#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+CARD_INCHES = 3.6  # a TensorBoard card: 360 x 360 pixels at DPI, near its default display width
+CARD_FONT = 10.0
+CARD_MAX_LABELS = 20  # per axis; a longer sentence labels every 2nd (3rd ...) token
+CARD_LABEL_CHARS = 10
 MAX_HEADS_PER_ROW = 4
 MAX_ROW_INCHES = 20.0  # fewer heads to a row when sentences are long
 MAX_LABEL_CHARS = 16
@@ -132,6 +146,82 @@ def _draw_grid(
     return fig
 
 
+def model_color(kind: str, index: int = 0) -> str:
+    """The fixed colour of a model kind; other kinds cycle through the remaining colours."""
+    return MODEL_COLORS.get(kind) or OTHER_COLORS[index % len(OTHER_COLORS)]
+
+
+def _card_ticks(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
+    """Positions and labels for one axis of a card: every token, or every k-th of a long one."""
+    every = math.ceil(len(tokens) / CARD_MAX_LABELS) if tokens else 1
+    positions = list(range(0, len(tokens), every))
+    labels = []
+    for i in positions:
+        token = tokens[i] if len(tokens[i]) <= CARD_LABEL_CHARS else tokens[i][: CARD_LABEL_CHARS - 1] + "…"
+        labels.append(token.replace("$", r"\$"))
+    return positions, labels
+
+
+def attention_card(weights: torch.Tensor, row_tokens: Sequence[str], col_tokens: Sequence[str], title: str) -> Figure:
+    """One head's map (Lq, Lk) on a card of fixed size (:data:`CARD_INCHES` square): row tokens
+    down the left, column tokens along the top, a 0-1 colour bar. Every card has the same
+    shape whatever the sentence; a long sentence labels every k-th token so the labels stay
+    at :data:`CARD_FONT` points and readable when TensorBoard shows the card at its width."""
+    if weights.dim() != 2 or tuple(weights.shape) != (len(row_tokens), len(col_tokens)):
+        raise ValueError(
+            f"a map of shape {tuple(weights.shape)} does not match {len(row_tokens)} row and "
+            f"{len(col_tokens)} column tokens"
+        )
+    size = CARD_INCHES
+    row_ticks, row_labels = _card_ticks(row_tokens)
+    col_ticks, col_labels = _card_ticks(col_tokens)
+    font = CARD_FONT if max(len(row_ticks), len(col_ticks)) <= 14 else CARD_FONT - 1
+    left = _text_inches(row_labels, font) + 0.1
+    top_labels = _text_inches(col_labels, font) + 0.05
+    title_lines = textwrap.wrap(title, int(size * 72 / (0.55 * (font + 1)))) or [""]
+    title_h = len(title_lines[:2]) * 1.35 * (font + 1) / 72 + 0.12
+    bar_w, right, bottom = 0.1, 0.4, 0.08
+    panel_w = size - left - bar_w - right
+    panel_h = size - title_h - top_labels - bottom
+    fig = Figure(figsize=(size, size), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((left / size, bottom / size, panel_w / size, panel_h / size))
+    image = ax.imshow(
+        weights.detach().float().cpu().numpy(), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest"
+    )
+    ax.xaxis.tick_top()
+    ax.set_xticks(col_ticks, col_labels, rotation=90, fontsize=font)
+    ax.set_yticks(row_ticks, row_labels, fontsize=font)
+    ax.tick_params(length=2, pad=1)
+    bar = fig.add_axes(((left + panel_w + 0.08) / size, bottom / size, bar_w / size, panel_h / size))
+    fig.colorbar(image, cax=bar, ticks=[0, 0.5, 1], format="%g")
+    bar.tick_params(labelsize=font - 1)
+    fig.suptitle("\n".join(title_lines[:2]), fontsize=font + 1, y=1 - 0.06 / size, va="top")
+    return fig
+
+
+def attention_cards(
+    attention: dict[str, list[torch.Tensor]],
+    src_tokens: Sequence[str],
+    tgt_in_tokens: Sequence[str],
+    tgt_out_tokens: Sequence[str],
+    title_prefix: str = "",
+) -> dict[str, Figure]:
+    """One card per kind, layer and head, keyed ``"cross/layer1/head1"`` … (counting from 1);
+    a model without attention gives ``{}``."""
+    cards = {}
+    short = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
+    for kind, layers in attention.items():
+        rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
+        for index, maps in enumerate(layers, start=1):
+            for head in range(maps.shape[0]):
+                title = (
+                    f"{title_prefix}{short.get(kind, kind)} · layer {index}/{len(layers)} · head {head + 1}/{len(maps)}"
+                )
+                cards[f"{kind}/layer{index}/head{head + 1}"] = attention_card(maps[head], rows, cols, title)
+    return cards
+
+
 def attention_figure(maps: torch.Tensor, row_tokens: list[str], col_tokens: list[str], title: str) -> Figure:
     """One layer's maps (H, Lq, Lk): heads as panels (at most four to a row), the tokens on
     both axes, one 0-1 colour scale with a colour bar."""
@@ -217,8 +307,12 @@ def figure_to_array(fig: Figure) -> np.ndarray:
 
 
 __all__ = [
+    "MODEL_COLORS",
+    "attention_card",
+    "attention_cards",
     "attention_figure",
     "attention_figures",
+    "model_color",
     "figure_to_array",
     "save_attention_png",
     "sentence_tokens",

@@ -1,18 +1,25 @@
-"""What a run writes to TensorBoard, read back with TensorBoard's own EventAccumulator:
-sample translations, attention maps of every kind and layer (or a note when the model has
-none), scalars, and hyper-parameters with the final metrics in the run's own event file."""
+"""What a run writes to TensorBoard, read back with TensorBoard's own EventAccumulator and its
+HPARAMS backend: a table of sample translations, one attention card per kind, layer and head
+(or a note when the model has none), scalars whose tags say what they are, the CUSTOM SCALARS
+layout, and hyper-parameters with the final metrics in the run's own event file, whose metric
+columns fill in whether --logdir is the run folder or its parent."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from tensorboard import context
+from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.plugins import base_plugin
+from tensorboard.plugins.custom_scalar import metadata as custom_scalar_metadata
+from tensorboard.plugins.hparams import api_pb2, backend_context, list_session_groups
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 from torch.utils.tensorboard import SummaryWriter
 
 from minitrans.config import DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
 from minitrans.models import build_model
-from minitrans.tblog import NO_ATTENTION, log_hparams, log_validation_samples
+from minitrans.tblog import FINAL, KEY_HPARAMS, NO_ATTENTION, log_hparams, log_layout, log_validation_samples
 from minitrans.tokenizer import Tokenizer
 from minitrans.trainer import train
 from minitrans.translate import Translator
@@ -40,6 +47,29 @@ def session_hparams(events: EventAccumulator) -> dict:
     }
 
 
+def hparams_table(logdir) -> dict[str, dict[str, float]]:
+    """What TensorBoard's HPARAMS table shows for ``tensorboard --logdir logdir``: each
+    session's name and its metric columns, from TensorBoard's own backend."""
+    mux = plugin_event_multiplexer.EventMultiplexer()
+    mux.AddRunsFromDirectory(str(logdir))
+    mux.Reload()
+    provider = data_provider.MultiplexerDataProvider(mux, str(logdir))
+    tb_context = base_plugin.TBContext(logdir=str(logdir), multiplexer=mux, data_provider=provider)
+    request = api_pb2.ListSessionGroupsRequest(
+        start_index=0, slice_size=100, allowed_statuses=[api_pb2.STATUS_SUCCESS, api_pb2.STATUS_UNKNOWN]
+    )
+    handler = list_session_groups.Handler(context.RequestContext(), backend_context.Context(tb_context), "", request)
+    return {
+        group.name: {metric.name.tag: metric.value for metric in group.metric_values}
+        for group in handler.run().session_groups
+    }
+
+
+def experiment(events: EventAccumulator) -> api_pb2.Experiment:
+    content = events.PluginTagToContent(hparams_metadata.PLUGIN_NAME)[hparams_metadata.EXPERIMENT_TAG]
+    return hparams_metadata.parse_experiment_plugin_data(content)
+
+
 @pytest.fixture(scope="module")
 def tokenizer():
     src = ["the man rides a bike .", "a woman reads the book .", "the dog sees a cat ."]
@@ -63,57 +93,110 @@ def log_samples(tmp_path, tokenizer, model_cfg) -> EventAccumulator:
     return read_events(tmp_path)
 
 
-def test_transformer_logs_text_and_every_kind_layer_and_head(tmp_path, tokenizer):
+def test_transformer_logs_a_sample_table_and_one_card_per_kind_layer_and_head(tmp_path, tokenizer):
     events = log_samples(tmp_path, tokenizer, TransformerConfig(**TINY_TRANSFORMER))
     images = events.Tags()["images"]
     expected = {
-        f"attention/sample{i}/{kind}/layer{n}"
+        f"attention_{kind}/sample{i}/layer{n}/head{h}"
         for i in range(2)
         for kind, layers in (("enc_self", 1), ("dec_self", 2), ("cross", 2))
         for n in range(1, layers + 1)
+        for h in (1, 2)
     }
     assert set(images) == expected
-    image = events.Images("attention/sample0/cross/layer2")[-1]
-    assert image.step == 7 and image.width > image.height > 100
-    text = text_of(events, "samples/0")
-    assert "der Mann liest ." in text and "the man reads ." in text
-    assert r"a \<b\> \* \| cat" in text_of(events, "samples/1")  # Markdown would eat these
+    sizes = {(events.Images(tag)[-1].width, events.Images(tag)[-1].height) for tag in images}
+    assert len(sizes) == 1  # every card has one shape, whatever the kind and the sentence
+    assert events.Images("attention_cross/sample0/layer2/head1")[-1].step == 7
+    table = text_of(events, "samples/translations").splitlines()
+    assert table[0] == "| # | source | reference | hypothesis |"  # a header row, not an empty one
+    assert table[2] == "| 0 | the man reads . | der Mann liest . | der Mann liest . |"
+    assert r"a \<b\> \* \| cat" in table[3] and "*(empty)*" in table[3]  # Markdown would eat these
     assert "attention/none/text_summary" not in events.Tags()["tensors"]
 
 
 def test_rnn_with_attention_logs_its_alignment_only(tmp_path, tokenizer):
     events = log_samples(tmp_path, tokenizer, RNNConfig(kind="rnn_attention", **TINY_RNN))
-    assert set(events.Tags()["images"]) == {"attention/sample0/cross/layer1", "attention/sample1/cross/layer1"}
+    assert set(events.Tags()["images"]) == {
+        "attention_cross/sample0/layer1/head1",
+        "attention_cross/sample1/layer1/head1",
+    }
 
 
 def test_fixed_context_rnn_says_it_has_no_attention_instead_of_empty_images(tmp_path, tokenizer):
     events = log_samples(tmp_path, tokenizer, RNNConfig(kind="rnn", **TINY_RNN))
     assert events.Tags()["images"] == []
     assert text_of(events, "attention/none") == NO_ATTENTION
-    assert "samples/1/text_summary" in events.Tags()["tensors"]
+    assert "samples/translations/text_summary" in events.Tags()["tensors"]
+
+
+RNN_SUMMARY = {
+    "name": "rnn_attention",
+    "steps": 3,
+    "train_seconds": 90.0,
+    "valid": {"bleu": 1.0, "chrf": 2.0, "loss": 3.0},
+    "test": {"bleu": 4.0, "chrf": 5.0},
+    "test_splits": {"test": {"bleu": 4.0, "chrf": 5.0}, "hard": {"bleu": 6.0, "chrf": 7.0}},
+}
 
 
 def test_rnn_hparams_name_its_own_hyper_parameters(tmp_path):
     cfg = TrainConfig(model=RNNConfig(kind="rnn_attention", **TINY_RNN))
-    summary = {
-        "name": "rnn_attention",
-        "steps": 3,
-        "train_seconds": 1.0,
-        "valid": {"bleu": 1.0, "chrf": 2.0, "loss": 3.0},
-        "test": {"bleu": 4.0, "chrf": 5.0},
-        "test_splits": {"test": {"bleu": 4.0, "chrf": 5.0}, "hard": {"bleu": 6.0, "chrf": 7.0}},
-    }
     with SummaryWriter(str(tmp_path)) as writer:
-        log_hparams(writer, cfg, 1234, summary)
+        log_hparams(writer, cfg, 1234, RNN_SUMMARY)
     events = read_events(tmp_path)
     hparams = session_hparams(events)
     assert hparams["model"] == "rnn_attention" and hparams["d_hidden"] == 16 and hparams["params"] == 1234
     assert hparams["d_attention"] == 16 and hparams["bidirectional"] == "true"
     assert "num_heads" not in hparams
     scalars = {tag: events.Scalars(tag)[-1].value for tag in events.Tags()["scalars"]}
-    assert (
-        scalars["final/test_bleu"] == 4.0 and scalars["final/hard_bleu"] == 6.0 and scalars["final/valid_loss"] == 3.0
-    )
+    assert scalars == {
+        f"{FINAL}/test_bleu": 4.0,
+        f"{FINAL}/test_chrf": 5.0,
+        f"{FINAL}/valid_bleu": 1.0,
+        f"{FINAL}/valid_chrf": 2.0,
+        f"{FINAL}/valid_cross_entropy": 3.0,
+        f"{FINAL}/train_minutes": 1.5,
+        f"{FINAL}/hard_bleu": 6.0,
+        f"{FINAL}/hard_chrf": 7.0,
+    }  # no doubled tag such as test/test/bleu
+
+
+def test_the_final_scalars_sort_after_the_training_curves():
+    # TensorBoard's SCALARS opens its first two tag groups, in sorted order
+    assert sorted(["train", "valid", FINAL, "attention_cross"])[-1] == FINAL
+
+
+def test_hparams_metric_columns_fill_in_with_the_run_or_its_parent_as_logdir(tmp_path):
+    summary = RNN_SUMMARY | {"name": "transformer"}
+    for job, heads in (("0_model.num_heads=1", 1), ("1_model.num_heads=2", 2)):
+        cfg = TrainConfig(model=TransformerConfig(**TINY_TRANSFORMER | {"num_heads": heads}))
+        with SummaryWriter(str(tmp_path / "sweep" / job)) as writer:
+            log_hparams(writer, cfg, 1234, summary)
+    run_only = hparams_table(tmp_path / "sweep" / "0_model.num_heads=1")
+    assert list(run_only) == ["."]  # TensorBoard's name for the logdir itself
+    assert run_only["."][f"{FINAL}/test_bleu"] == 4.0 and run_only["."][f"{FINAL}/hard_chrf"] == 7.0
+    sweep = hparams_table(tmp_path / "sweep")
+    assert sorted(sweep) == ["0_model.num_heads=1", "1_model.num_heads=2"]
+    assert all(metrics[f"{FINAL}/valid_bleu"] == 1.0 and len(metrics) == 8 for metrics in sweep.values())
+    exp = experiment(read_events(tmp_path / "sweep" / "1_model.num_heads=2"))
+    shown = sorted(info.name for info in exp.hparam_infos if info.differs)  # HPARAMS shows these five first
+    assert shown == sorted(KEY_HPARAMS) and {"num_heads", "d_k"} <= set(shown)
+    names = [info.name for info in exp.hparam_infos]
+    assert {"d_hidden", "d_attention", "lr"} <= set(names)  # one set of columns for every model kind
+    assert {m.display_name for m in exp.metric_infos} >= {"test BLEU", "valid cross-entropy", "hard BLEU"}
+
+
+def test_the_custom_scalars_layout_charts_train_against_valid(tmp_path):
+    with SummaryWriter(str(tmp_path)) as writer:
+        log_layout(writer)
+    events = read_events(tmp_path)
+    content = events.PluginTagToContent(custom_scalar_metadata.PLUGIN_NAME)
+    assert content  # TensorBoard's CUSTOM SCALARS tab appears
+    from minitrans.tblog import SCALARS_LAYOUT
+
+    charts = SCALARS_LAYOUT["train vs valid"]
+    loss = next(tags for title, (_, tags) in charts.items() if title.startswith("loss"))
+    assert any("train/" in tag for tag in loss) and any("valid/" in tag for tag in loss)
 
 
 def test_a_tiny_training_run_writes_scalars_samples_attention_and_hparams_into_one_event_file(tmp_path):
@@ -140,16 +223,30 @@ def test_a_tiny_training_run_writes_scalars_samples_attention_and_hparams_into_o
     assert not [p for p in run.iterdir() if p.is_dir() and list(p.glob("events.out.tfevents.*"))]  # no sub-run
     events = read_events(run)
     tags = events.Tags()
-    for tag in ("train/loss", "valid/bleu", "valid/loss", "final/test_bleu", "final/valid_bleu", "final/valid_loss"):
+    for tag in (
+        "train/loss_label_smoothed",
+        "valid/bleu",
+        "valid/cross_entropy",
+        "valid/loss_label_smoothed",
+        f"{FINAL}/test_bleu",
+        f"{FINAL}/valid_bleu",
+        f"{FINAL}/valid_cross_entropy",
+    ):
         assert tag in tags["scalars"], tag
-    assert events.Scalars("final/test_bleu")[-1].value == pytest.approx(summary["test"]["bleu"])
+    assert not [tag for tag in tags["scalars"] if tag.startswith("test/") or tag.endswith("/loss")]
+    assert events.Scalars(f"{FINAL}/test_bleu")[-1].value == pytest.approx(summary["test"]["bleu"])
+    assert events.Scalars("valid/cross_entropy")[-1].value == pytest.approx(summary["valid"]["loss"])
+    # two different quantities under two names (the default trainer smooths labels by 0.1)
+    smoothed, plain = (events.Scalars(f"valid/{name}")[-1].value for name in ("loss_label_smoothed", "cross_entropy"))
+    assert smoothed != pytest.approx(plain, abs=1e-4)
     assert {
-        "attention/sample0/cross/layer1",
-        "attention/sample0/enc_self/layer1",
-        "attention/sample0/dec_self/layer2",
+        "attention_cross/sample0/layer1/head1",
+        "attention_enc_self/sample0/layer1/head2",
+        "attention_dec_self/sample0/layer2/head1",
     } <= set(tags["images"])
-    assert {image.step for image in events.Images("attention/sample0/cross/layer1")} == {4}
-    assert "samples/0/text_summary" in tags["tensors"]
+    assert {image.step for image in events.Images("attention_cross/sample0/layer1/head1")} == {4}
+    assert "samples/translations/text_summary" in tags["tensors"]
+    assert events.PluginTagToContent(custom_scalar_metadata.PLUGIN_NAME)
     hparams = session_hparams(events)
     assert hparams["model"] == "transformer" and hparams["num_heads"] == 2 and hparams["d_k"] == 8
     assert hparams["params"] == summary["params"] and hparams["d_model"] == 16

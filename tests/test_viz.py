@@ -11,9 +11,16 @@ from minitrans.tokenizer import Tokenizer
 from minitrans.transformer import Transformer
 from minitrans.translate import Translator
 from minitrans.viz import (
+    CARD_FONT,
+    CARD_INCHES,
+    CARD_MAX_LABELS,
+    MODEL_COLORS,
+    attention_card,
+    attention_cards,
     attention_figure,
     attention_figures,
     figure_to_array,
+    model_color,
     save_attention_png,
     sentence_tokens,
 )
@@ -109,6 +116,44 @@ def test_save_png_puts_every_layer_and_head_of_cross_attention_in_one_file(tmp_p
     assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert save_attention_png({}, SRC, TGT_IN, TGT_OUT, tmp_path / "none.png") == []
     assert not (tmp_path / "none.png").exists()
+
+
+def test_cards_have_one_shape_whatever_the_sentence_and_kind():
+    attention = {
+        "enc_self": [random_maps(4, len(SRC), len(SRC)) for _ in range(2)],
+        "dec_self": [random_maps(4, len(TGT_IN), len(TGT_IN)) for _ in range(2)],
+        "cross": [random_maps(4, len(TGT_OUT), len(SRC)) for _ in range(2)],
+    }
+    cards = attention_cards(attention, SRC, TGT_IN, TGT_OUT, "sample 0 · ")
+    assert sorted(cards) == sorted(f"{k}/layer{n}/head{h}" for k in attention for n in (1, 2) for h in (1, 2, 3, 4))
+    tokens = [f"▁w{i}" for i in range(70)]
+    long = attention_card(random_maps(1, 70, 70)[0], tokens, tokens, "a long sentence")
+    shapes = {figure_to_array(fig).shape for fig in [*cards.values(), long]}
+    assert shapes == {(round(CARD_INCHES * 100), round(CARD_INCHES * 100), 3)}
+    card = cards["cross/layer2/head3"]
+    (panel,) = heatmap_axes(card)
+    assert panel.images[0].get_clim() == (0.0, 1.0)
+    assert tick_labels(panel.yaxis) == TGT_OUT and tick_labels(panel.xaxis) == SRC
+    assert "layer 2/2" in card._suptitle.get_text() and "head 3/4" in card._suptitle.get_text()
+    assert all(label.get_fontsize() >= CARD_FONT for label in panel.xaxis.get_ticklabels())
+
+
+def test_a_long_sentence_labels_every_kth_token_at_a_readable_size():
+    tokens = [f"▁w{i}" for i in range(70)]
+    (panel,) = heatmap_axes(attention_card(random_maps(1, 70, 70)[0], tokens, tokens, "long"))
+    labels = tick_labels(panel.xaxis)
+    assert 1 < len(labels) <= CARD_MAX_LABELS
+    positions = [tokens.index(label) for label in labels]  # every k-th token, from the first
+    assert positions[0] == 0 and len({b - a for a, b in zip(positions, positions[1:])}) == 1
+    assert all(label.get_fontsize() >= CARD_FONT - 1 for label in panel.yaxis.get_ticklabels())
+    with pytest.raises(ValueError, match="does not match"):
+        attention_card(random_maps(1, 3, 4)[0], ["a", "b", "c"], ["a", "b", "c"], "wrong")
+
+
+def test_each_model_kind_has_one_colour_in_every_plot():
+    assert len(set(MODEL_COLORS.values())) == len(MODEL_COLORS) == 3
+    assert model_color("transformer", 5) == model_color("transformer", 0) == MODEL_COLORS["transformer"]
+    assert model_color("other", 0) not in MODEL_COLORS.values()
 
 
 @pytest.fixture(scope="module")
