@@ -9,12 +9,19 @@ computed once per sentence; an RNN's hidden state). With ``use_cache=False`` eac
 the whole prefix through ``decode``: slower, and it must give the same output, which the tests
 check for every model family.
 
+Both return :class:`Hypothesis` records through :func:`search`: the output ids with their
+log-probability and the score the search ranks by (the log-probability over GNMT's length
+penalty); beam search returns the ``nbest`` best finished hypotheses of each sentence. The
+plain functions (``greedy_decode``, ``beam_search``, ``translate_ids``) return the best ids.
+
 Output length: a sentence may produce at most ``max_output_ratio · source length + 10`` tokens,
 and never more than ``max_output_len``; a hypothesis still open at that limit ends there as it
 is (without EOS). PAD and BOS are never generated.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -23,6 +30,21 @@ from minitrans.interface import Seq2SeqModel, State, select_batch
 from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One finished output of a search."""
+
+    ids: list[int]  # output ids, no BOS and no EOS
+    log_prob: float  # sum of the log-probabilities of the generated tokens, EOS included
+    score: float  # log_prob / length_penalty(generated tokens, alpha): what the search ranks by
+    is_finished: bool = True  # False when the length limit ended it before EOS
+
+    @property
+    def num_generated(self) -> int:
+        """Tokens the search generated for it: the ids, plus EOS when it ended with one."""
+        return len(self.ids) + int(self.is_finished)
 
 
 class _Stepper:
@@ -76,22 +98,27 @@ def _strip(ids: list[int]) -> list[int]:
 
 
 @torch.no_grad()
-def greedy_decode(
+def greedy_search(
     model: Seq2SeqModel,
     src: Tensor,
+    alpha: float = 0.6,
     max_output_ratio: float = 1.5,
     max_output_len: int = 255,
     use_cache: bool = True,
-) -> list[list[int]]:
-    """src (B, S) -> one list of target ids per sentence (no BOS, no EOS)."""
+) -> list[Hypothesis]:
+    """src (B, S) -> the greedy hypothesis of each sentence, scored (``alpha`` only scales the
+    reported score, as beam search would rank it; it cannot change a greedy choice)."""
     enc, _ = model.encode(src)
     limits = output_limits(src, max_output_ratio, max_output_len)  # (B,)
     stepper = _Stepper(model, enc, src, use_cache)
     outputs = src.new_full((src.shape[0], int(limits.max())), PAD_ID)  # (B, L)
+    log_probs = torch.zeros(src.shape[0], device=src.device)  # (B,)
     alive = torch.arange(src.shape[0], device=src.device)  # (n,) the sentence of each decoder row
     tokens = src.new_full((src.shape[0],), BOS_ID)  # (n,)
     for t in range(outputs.shape[1]):
-        tokens = stepper(tokens).argmax(dim=-1)  # (n,)
+        logits = stepper(tokens)  # (n, V)
+        best, tokens = logits.max(dim=-1)  # (n,)
+        log_probs[alive] += best - logits.logsumexp(dim=-1)
         outputs[alive, t] = tokens
         done = (tokens == EOS_ID) | (t + 1 >= limits[alive])  # (n,)
         if bool(done.all()):
@@ -100,7 +127,25 @@ def greedy_decode(
             keep = (~done).nonzero()[:, 0]
             alive, tokens = alive[keep], tokens[keep]
             stepper.reorder(keep, shrink=True)
-    return [_strip(row) for row in outputs.tolist()]
+    return [_hypothesis(row, float(log_prob), alpha) for row, log_prob in zip(outputs.tolist(), log_probs.tolist())]
+
+
+def _hypothesis(row: list[int], log_prob: float, alpha: float) -> Hypothesis:
+    """A generated row (ids, then EOS or padding, or neither at the limit) as a Hypothesis."""
+    ids = _strip(row)
+    is_finished = len(ids) < len(row) and row[len(ids)] == EOS_ID
+    return Hypothesis(ids, log_prob, log_prob / length_penalty(len(ids) + int(is_finished), alpha), is_finished)
+
+
+def greedy_decode(
+    model: Seq2SeqModel,
+    src: Tensor,
+    max_output_ratio: float = 1.5,
+    max_output_len: int = 255,
+    use_cache: bool = True,
+) -> list[list[int]]:
+    """src (B, S) -> one list of target ids per sentence (no BOS, no EOS)."""
+    return [hyp.ids for hyp in greedy_search(model, src, 0.0, max_output_ratio, max_output_len, use_cache)]
 
 
 def length_penalty(length, alpha: float):
@@ -110,7 +155,7 @@ def length_penalty(length, alpha: float):
 
 
 @torch.no_grad()
-def beam_search(
+def beam_search_nbest(
     model: Seq2SeqModel,
     src: Tensor,
     beam_size: int = 5,
@@ -118,33 +163,39 @@ def beam_search(
     max_output_ratio: float = 1.5,
     max_output_len: int = 255,
     use_cache: bool = True,
-) -> list[list[int]]:
-    """Batched beam search: src (B, S) -> the best hypothesis per sentence (no BOS/EOS).
+    nbest: int = 1,
+) -> list[list[Hypothesis]]:
+    """Batched beam search: src (B, S) -> the ``nbest`` best finished hypotheses of each
+    sentence, best first (``nbest`` <= ``beam_size``).
 
     Each step takes the 2K best extensions of a sentence's K open beams. An EOS among the top
     K of them ends a hypothesis (so beam size 1 is exactly greedy search); at the length limit
-    every top-K extension ends. All hypotheses ending at one step have the same length, so
-    only the best is compared, after length normalisation, with the sentence's best finished
-    hypothesis so far. The K best extensions that are not EOS stay open. A sentence is done at
-    its length limit, once K hypotheses have ended (as in fairseq), or as soon as no open beam
-    can beat its best finished one: log-probabilities only fall as a beam grows, so the best
-    open score, normalised at its most favourable length, bounds whatever it can still become.
+    every top-K extension ends. Ended hypotheses join the sentence's ``nbest`` best finished
+    ones, compared after length normalisation (on a tie the earlier one stays ahead). The K
+    best extensions that are not EOS stay open. A sentence is done at its length limit, once K
+    hypotheses have ended (as in fairseq), or as soon as no open beam can beat its
+    ``nbest``-th finished one: log-probabilities only fall as a beam grows, so the best open
+    score, normalised at its most favourable length, bounds whatever it can still become.
     All bookkeeping is tensor operations over the whole batch.
     """
+    if not 1 <= nbest <= beam_size:
+        raise ValueError(f"nbest must be between 1 and the beam size {beam_size}, got {nbest}")
     device, batch, k = src.device, src.shape[0], beam_size
     enc, _ = model.encode(src)
     limits = output_limits(src, max_output_ratio, max_output_len)  # (B,)
     stepper = _Stepper(model, enc, src, use_cache, beam=k)
-    best_score = torch.full((batch,), NEG_INF, device=device)  # best finished, length-normalised
-    best_ids = torch.full((batch, int(limits.max())), PAD_ID, dtype=torch.long, device=device)  # (B, L)
+    # The nbest best finished hypotheses of every sentence: length-normalised score, log-prob, ids.
+    final_score = torch.full((batch, nbest), NEG_INF, device=device)  # (B, nbest)
+    final_log_prob = torch.full((batch, nbest), NEG_INF, device=device)  # (B, nbest)
+    final_ids = torch.full((batch, nbest, int(limits.max())), PAD_ID, dtype=torch.long, device=device)  # (B, nbest, L)
     # The open sentences (n of them, n·K decoder rows); finished ones are dropped as they go.
     alive = torch.arange(batch, device=device)  # (n,) original index of each open sentence
     scores = torch.full((batch, k), NEG_INF, device=device)  # (n, K) log-probabilities of the beams
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
-    history = torch.full((batch * k, best_ids.shape[1]), PAD_ID, dtype=torch.long, device=device)  # (n·K, L)
+    history = torch.full((batch * k, final_ids.shape[2]), PAD_ID, dtype=torch.long, device=device)  # (n·K, L)
     num_ended = torch.zeros(batch, dtype=torch.long, device=device)  # (n,)
     tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (n·K,)
-    for t in range(best_ids.shape[1]):
+    for t in range(final_ids.shape[2]):
         logits = stepper(tokens)  # (n·K, V)
         n, width = len(alive), min(2 * k, logits.shape[1])
         # Only a row's 2K likeliest words can be among its sentence's 2K best extensions.
@@ -156,18 +207,17 @@ def beam_search(
         is_eos = top_token == EOS_ID
         at_limit = t + 1 >= limits[alive]  # (n,)
 
-        # Hypotheses ending now (length t + 1): the first of them in rank order is the best.
+        # Hypotheses ending now (length t + 1) join the finished ones they beat.
         in_top_k = torch.arange(top_index.shape[1], device=device) < k  # (2K,)
         ends = in_top_k & (is_eos | at_limit[:, None]) & top_scores.isfinite()  # (n, 2K)
         num_ended += ends.sum(dim=1)
         ended = top_scores.masked_fill(~ends, NEG_INF) / length_penalty(t + 1, alpha)  # (n, 2K)
-        new_best, pick = ended.max(dim=1)  # (n,)
-        improved = new_best > best_score[alive]  # (n,)
-        if bool(improved.any()):
-            sentences, pick = alive[improved], pick[improved]
-            best_ids[sentences, :t] = history[top_row[improved, pick], :t]
-            best_ids[sentences, t] = top_token[improved, pick]
-            best_score[sentences] = new_best[improved]
+        improves = ended.max(dim=1).values > final_score[alive, -1]  # (n,)
+        if bool(improves.any()):
+            _keep_best_finished(
+                alive[improves], ended[improves], top_scores[improves], top_row[improves], top_token[improves],
+                history, t, final_score, final_log_prob, final_ids,
+            )  # fmt: skip
 
         # The open beams: the K best extensions that are not EOS (at most K of the 2K are).
         scores, pick = top_scores.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (n, K)
@@ -177,7 +227,7 @@ def beam_search(
             at_limit
             | (num_ended >= k)
             | (best_open == NEG_INF)
-            | (best_score[alive] >= best_open / _most_favourable_penalty(t, limits[alive], alpha))
+            | (final_score[alive, -1] >= best_open / _most_favourable_penalty(t, limits[alive], alpha))
         )  # (n,)
         if bool(done.all()):
             break
@@ -190,7 +240,56 @@ def beam_search(
         history = history[rows]
         history[:, t] = tokens
         stepper.reorder(rows, shrink)
-    return [_strip(row) for row in best_ids.tolist()]
+    return [
+        [
+            _hypothesis(ids, log_prob, alpha)
+            for ids, log_prob in zip(sentence_ids, sentence_log_probs)
+            if log_prob != NEG_INF
+        ]
+        for sentence_ids, sentence_log_probs in zip(final_ids.tolist(), final_log_prob.tolist())
+    ]
+
+
+def _keep_best_finished(
+    sentences: Tensor,
+    ended: Tensor,
+    top_scores: Tensor,
+    top_row: Tensor,
+    top_token: Tensor,
+    history: Tensor,
+    t: int,
+    final_score: Tensor,
+    final_log_prob: Tensor,
+    final_ids: Tensor,
+) -> None:
+    """Merge the hypotheses ending at step t (``ended``: (m, 2K) normalised, -inf where none)
+    into the ``nbest`` finished ones of ``sentences`` (m,), in place; a stable sort keeps the
+    earlier of two equal scores ahead."""
+    m, nbest = len(sentences), final_score.shape[1]
+    new_ids = history[top_row.view(-1)].view(m, -1, history.shape[1])  # (m, 2K, L)
+    new_ids[:, :, t] = top_token
+    candidates = torch.cat([final_score[sentences], ended], dim=1)  # (m, nbest + 2K)
+    order = candidates.sort(dim=1, descending=True, stable=True).indices[:, :nbest]  # (m, nbest)
+    log_probs = torch.cat([final_log_prob[sentences], top_scores.masked_fill(ended == NEG_INF, NEG_INF)], dim=1)
+    ids = torch.cat([final_ids[sentences], new_ids], dim=1)  # (m, nbest + 2K, L)
+    final_score[sentences] = candidates.gather(1, order)
+    final_log_prob[sentences] = log_probs.gather(1, order)
+    final_ids[sentences] = ids.gather(1, order[:, :, None].expand(-1, -1, ids.shape[2]))
+
+
+def beam_search(
+    model: Seq2SeqModel,
+    src: Tensor,
+    beam_size: int = 5,
+    alpha: float = 0.6,
+    max_output_ratio: float = 1.5,
+    max_output_len: int = 255,
+    use_cache: bool = True,
+) -> list[list[int]]:
+    """Batched beam search: src (B, S) -> the best hypothesis per sentence (no BOS/EOS); see
+    :func:`beam_search_nbest`."""
+    found = beam_search_nbest(model, src, beam_size, alpha, max_output_ratio, max_output_len, use_cache)
+    return [hyps[0].ids if hyps else [] for hyps in found]
 
 
 def _most_favourable_penalty(t: int, limits: Tensor, alpha: float) -> Tensor | float:
@@ -201,7 +300,27 @@ def _most_favourable_penalty(t: int, limits: Tensor, alpha: float) -> Tensor | f
     return length_penalty(t + 2, alpha)
 
 
-@torch.no_grad()
+def search(
+    model: Seq2SeqModel,
+    src: Tensor,
+    beam_size: int = 1,
+    alpha: float = 0.6,
+    max_output_ratio: float = 1.5,
+    max_output_len: int = 255,
+    use_cache: bool = True,
+    nbest: int = 1,
+) -> list[list[Hypothesis]]:
+    """src (B, S) -> the ``nbest`` best hypotheses of each sentence, best first: greedy when
+    ``beam_size`` is 1, else beam search. Scores use ``alpha`` either way."""
+    if beam_size < 1:
+        raise ValueError(f"beam size must be at least 1, got {beam_size}")
+    if beam_size == 1:
+        if nbest != 1:
+            raise ValueError(f"nbest must be between 1 and the beam size {beam_size}, got {nbest}")
+        return [[hyp] for hyp in greedy_search(model, src, alpha, max_output_ratio, max_output_len, use_cache)]
+    return beam_search_nbest(model, src, beam_size, alpha, max_output_ratio, max_output_len, use_cache, nbest)
+
+
 def translate_ids(
     model: Seq2SeqModel,
     src: Tensor,
@@ -211,12 +330,19 @@ def translate_ids(
     max_output_len: int = 255,
     use_cache: bool = True,
 ) -> list[list[int]]:
-    """Greedy when ``beam_size`` is 1, else beam search."""
-    if beam_size < 1:
-        raise ValueError(f"beam size must be at least 1, got {beam_size}")
-    if beam_size == 1:
-        return greedy_decode(model, src, max_output_ratio, max_output_len, use_cache)
-    return beam_search(model, src, beam_size, alpha, max_output_ratio, max_output_len, use_cache)
+    """Greedy when ``beam_size`` is 1, else beam search: the best ids of each sentence."""
+    found = search(model, src, beam_size, alpha, max_output_ratio, max_output_len, use_cache)
+    return [hyps[0].ids if hyps else [] for hyps in found]
 
 
-__all__ = ["beam_search", "greedy_decode", "length_penalty", "output_limits", "translate_ids"]
+__all__ = [
+    "Hypothesis",
+    "beam_search",
+    "beam_search_nbest",
+    "greedy_decode",
+    "greedy_search",
+    "length_penalty",
+    "output_limits",
+    "search",
+    "translate_ids",
+]

@@ -11,7 +11,16 @@ import torch
 import torch.nn.functional as F
 
 from minitrans.data.batching import collate
-from minitrans.decoding import beam_search, greedy_decode, length_penalty, output_limits, translate_ids
+from minitrans.decoding import (
+    beam_search,
+    beam_search_nbest,
+    greedy_decode,
+    greedy_search,
+    length_penalty,
+    output_limits,
+    search,
+    translate_ids,
+)
 from minitrans.interface import Seq2SeqModel
 from minitrans.rnn import AttentionRNN, FixedContextRNN
 from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -135,6 +144,44 @@ def test_a_beam_that_holds_every_hypothesis_finds_the_exact_best(family, alpha):
         width = len(words) ** (limit - 1) * (len(words) + 1)  # every candidate of the last step
         found = beam_search(model, row_src, beam_size=width, alpha=alpha, max_output_len=limit)
         assert found == [best]
+        # ... and its n best are the n best of all, in order, each with its teacher-forced score
+        (nbest,) = beam_search_nbest(model, row_src, width, alpha, max_output_len=limit, nbest=4)
+        ranked = sorted(scored, key=lambda pair: -pair[0])[:4]
+        assert [hyp.ids for hyp in nbest] == [ids for _, ids in ranked]
+        assert [hyp.score for hyp in nbest] == pytest.approx([score for score, _ in ranked], abs=1e-5)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_nbest_lists_are_distinct_ranked_and_scored_as_teacher_forcing_scores_them(trained, src, alpha):
+    found = beam_search_nbest(trained, src, beam_size=5, alpha=alpha, nbest=3)
+    assert [hyps[0].ids for hyps in found] == beam_search(trained, src, beam_size=5, alpha=alpha)
+    for row, hyps in enumerate(found):
+        assert len(hyps) == 3
+        assert len({tuple(hyp.ids) for hyp in hyps}) == 3
+        assert [hyp.score for hyp in hyps] == sorted((hyp.score for hyp in hyps), reverse=True)
+        row_src = src[row : row + 1, : int((src[row] != PAD_ID).sum())]
+        for hyp in hyps:
+            expected = sequence_score(trained, row_src, hyp.ids, hyp.is_finished, alpha)
+            assert hyp.score == pytest.approx(expected, abs=1e-4)
+            assert hyp.log_prob == pytest.approx(hyp.score * length_penalty(hyp.num_generated, alpha), abs=1e-4)
+
+
+def test_greedy_scores_are_the_teacher_forced_scores_and_beam_one_reports_the_same(trained, src):
+    greedy = greedy_search(trained, src, alpha=0.6)
+    beam_one = beam_search_nbest(trained, src, beam_size=1, alpha=0.6)
+    for row, (hyp, (beamed,)) in enumerate(zip(greedy, beam_one)):
+        row_src = src[row : row + 1, : int((src[row] != PAD_ID).sum())]
+        assert hyp.score == pytest.approx(sequence_score(trained, row_src, hyp.ids, hyp.is_finished, 0.6), abs=1e-4)
+        assert (beamed.ids, beamed.is_finished) == (hyp.ids, hyp.is_finished)
+        assert beamed.score == pytest.approx(hyp.score, abs=1e-5)
+
+
+def test_nbest_must_fit_the_beam(src):
+    model = make_model("rnn")
+    with pytest.raises(ValueError, match="nbest"):
+        search(model, src, beam_size=2, nbest=3)
+    with pytest.raises(ValueError, match="nbest"):
+        search(model, src, beam_size=1, nbest=2)
 
 
 # -- a scripted model: stopping and finished hypotheses --------------------------------------
