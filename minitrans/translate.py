@@ -21,13 +21,15 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 import torch
 
 from minitrans.checkpoint import CheckpointError, load_checkpoint
 from minitrans.data.batching import collate
-from minitrans.decoding import translate_ids
+from minitrans.decoding import Hypothesis, search
 from minitrans.interface import AttentionMaps, Seq2SeqModel
+from minitrans.scoring import ForcedScore, force_decode
 from minitrans.tokenizer import Tokenizer
 
 CHECKPOINT_NAMES = ("averaged.pt", "best.pt", "last.pt")  # a run folder's checkpoints, by preference
@@ -85,6 +87,34 @@ class SentenceAttention:
     tgt_out_tokens: list[str]  # what each row predicts: output pieces + EOS
 
 
+@dataclass(frozen=True)
+class Translation:
+    """One translation of one sentence, as :meth:`Translator.translate` gives it with ``nbest``."""
+
+    text: str
+    pieces: list[str]  # the target subword pieces (no BOS, no EOS)
+    score: float  # log_prob / length_penalty(generated tokens, alpha): what the search ranks by
+    log_prob: float  # the model's log-probability of the pieces and the EOS that ended them
+    alignment: list[int] | None  # per piece, the index of its most-attended source piece (EOS
+    # excluded); from the last decoder layer's cross-attention averaged over heads, the RNN
+    # with attention's alignment, None for the fixed-context RNN
+    is_finished: bool = True  # False when the length limit cut it before EOS
+
+
+def _length_batches(items: dict[int, Sequence[int]], beam: int, batch_tokens: int) -> list[list[int]]:
+    """Keys of ``items`` in batches of similar lengths (sorted), each costing at most about
+    ``batch_tokens`` = beam * rows * longest length (a single row may exceed it)."""
+    order = sorted(items, key=lambda i: len(items[i]))
+    batches, start = [], 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and beam * (end - start + 1) * len(items[order[end]]) <= batch_tokens:
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
 class Translator:
     def __init__(
         self,
@@ -138,7 +168,7 @@ class Translator:
         return [*src_ids[: self.max_len - 1], self.tokenizer.eos_id]
 
     @torch.no_grad()
-    def translate_encoded(
+    def search_encoded(
         self,
         src_ids: Sequence[Sequence[int]],
         beam: int = 1,
@@ -147,12 +177,14 @@ class Translator:
         max_output_len: int | None = None,
         batch_tokens: int = 6000,
         use_cache: bool = True,
-    ) -> list[list[int]]:
-        """Token ids in, target ids out, in input order; batches are built from sorted lengths.
+        nbest: int = 1,
+    ) -> list[list[Hypothesis]]:
+        """Token ids in, the ``nbest`` best hypotheses of each source out (best first, with
+        their scores), in input order; batches are built from sorted lengths.
 
         Sources are fitted to the model (:meth:`fit_source`); an empty source ([EOS] or [])
-        gives an empty output. ``max_output_len`` caps every output (default and upper bound:
-        the model's ``max_len - 1``).
+        gives no hypothesis at all. ``max_output_len`` caps every output (default and upper
+        bound: the model's ``max_len - 1``).
         """
         cap = self.max_len - 1 if max_output_len is None else max(1, min(max_output_len, self.max_len - 1))
         fitted = {
@@ -160,35 +192,101 @@ class Translator:
             for i, ids in enumerate(src_ids)
             if list(ids) not in ([], [self.tokenizer.eos_id])
         }
-        order = sorted(fitted, key=lambda i: len(fitted[i]))
-        outputs: list[list[int]] = [[] for _ in src_ids]
+        outputs: list[list[Hypothesis]] = [[] for _ in src_ids]
         was_training = self.model.training
         self.model.eval()
         try:
-            start = 0
-            while start < len(order):
-                end = start + 1
-                # a batch of beam hypotheses costs about beam * rows * longest length tokens
-                while end < len(order) and beam * (end - start + 1) * len(fitted[order[end]]) <= batch_tokens:
-                    end += 1
-                rows = order[start:end]
+            # a batch of beam hypotheses costs about beam * rows * longest length tokens
+            for rows in _length_batches(fitted, beam, batch_tokens):
                 src = collate([fitted[i] for i in rows], [[] for _ in rows]).src.to(self.device)  # (B, S)
-                hyps = translate_ids(self.model, src, beam, length_penalty, max_output_ratio, cap, use_cache)
-                for row, hyp in zip(rows, hyps):
-                    outputs[row] = hyp
-                start = end
+                found = search(self.model, src, beam, length_penalty, max_output_ratio, cap, use_cache, nbest)
+                for row, hyps in zip(rows, found):
+                    outputs[row] = hyps
         finally:
             self.model.train(was_training)
         return outputs
 
+    def translate_encoded(self, src_ids: Sequence[Sequence[int]], beam: int = 1, **options) -> list[list[int]]:
+        """Token ids in, the best target ids of each source out (see :meth:`search_encoded`)."""
+        return [hyps[0].ids if hyps else [] for hyps in self.search_encoded(src_ids, beam, **options)]
+
     def decode(self, ids: Sequence[int]) -> str:
         return one_line(self.tokenizer.decode_tgt(ids))
 
-    def translate(self, sentences: Sequence[str], beam: int = 1, **options) -> list[str]:
+    @overload
+    def translate(self, sentences: Sequence[str], beam: int = 1, nbest: None = None, **options) -> list[str]: ...
+    @overload
+    def translate(
+        self, sentences: Sequence[str], beam: int = 1, *, nbest: int, **options
+    ) -> list[list[Translation]]: ...
+    def translate(self, sentences, beam=1, nbest=None, **options):
         """One output line per input sentence, in order (see the module's input policies).
-        ``options`` are those of :meth:`translate_encoded` (length_penalty, max_output_len, ...)."""
-        hyps = self.translate_encoded(self.encode(sentences), beam, **options)
-        return [self.decode(ids) for ids in hyps]
+
+        With ``nbest=K`` (at most ``beam``), each sentence gets its K best translations
+        instead, best first, as :class:`Translation` records with their scores and alignments
+        (a blank sentence gets none). ``options`` are those of :meth:`search_encoded`
+        (length_penalty, max_output_len, ...)."""
+        src_ids = self.encode(sentences)
+        if nbest is None:
+            return [self.decode(ids) for ids in self.translate_encoded(src_ids, beam, **options)]
+        found = self.search_encoded(src_ids, beam, nbest=nbest, **options)
+        return self.describe(src_ids, found, options.get("length_penalty", 0.6))
+
+    def describe(
+        self, src_ids: Sequence[Sequence[int]], found: Sequence[Sequence[Hypothesis]], length_penalty: float = 0.6
+    ) -> list[list[Translation]]:
+        """Search results -> :class:`Translation` records: text, pieces, scores, and the hard
+        alignment from one teacher-forced pass over every hypothesis."""
+        pairs = [(i, hyp) for i, hyps in enumerate(found) for hyp in hyps]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the search has already warned about a cut sentence
+            forced = self.score_encoded(
+                [src_ids[i] for i, _ in pairs], [hyp.ids for _, hyp in pairs], length_penalty,
+                with_eos=[hyp.is_finished for _, hyp in pairs],
+            )  # fmt: skip
+        out: list[list[Translation]] = [[] for _ in found]
+        for (i, hyp), scored in zip(pairs, forced):
+            text, pieces = self.decode(hyp.ids), self.tokenizer.tgt_pieces(hyp.ids)
+            out[i].append(Translation(text, pieces, hyp.score, hyp.log_prob, scored.alignment, hyp.is_finished))
+        return out
+
+    # -- forced scoring --------------------------------------------------------------------
+    @torch.no_grad()
+    def score_encoded(
+        self,
+        src_ids: Sequence[Sequence[int]],
+        tgt_ids: Sequence[Sequence[int]],
+        length_penalty: float = 0.6,
+        batch_tokens: int = 6000,
+        with_eos: Sequence[bool] | bool = True,
+    ) -> list[ForcedScore]:
+        """The log-probability the model gives each target (ids without BOS/EOS) for its
+        source, per piece and in all, with the hard alignment; see :mod:`minitrans.scoring`.
+        Sources are fitted to the model; targets are cut to ``max_len - 1`` pieces."""
+        src_ids = [self.fit_source(ids, i + 1) if ids else [self.tokenizer.eos_id] for i, ids in enumerate(src_ids)]
+        tgt_ids = [list(ids)[: self.max_len - 1] for ids in tgt_ids]
+        ends = [with_eos] * len(tgt_ids) if isinstance(with_eos, bool) else list(with_eos)
+        cost = {i: [*src_ids[i], *tgt_ids[i]] for i in range(len(src_ids))}
+        outputs: list[ForcedScore | None] = [None] * len(src_ids)
+        for rows in _length_batches(cost, 1, batch_tokens):
+            src = collate([src_ids[i] for i in rows], [[] for _ in rows]).src.to(self.device)  # (B, S)
+            scored = force_decode(self.model, src, [tgt_ids[i] for i in rows], length_penalty, [ends[i] for i in rows])
+            for row, result in zip(rows, scored):
+                outputs[row] = result
+        return outputs  # type: ignore[return-value]
+
+    def score(
+        self, sentences: Sequence[str], translations: Sequence[str], length_penalty: float = 0.6
+    ) -> list[ForcedScore]:
+        """Forced scoring of text: how likely the model finds each given translation of each
+        sentence, per target piece (``token_log_probs``, EOS last) and in all (``log_prob``,
+        and ``score``, normalised as beam search ranks). ``translations`` pairs with
+        ``sentences`` one to one."""
+        if len(sentences) != len(translations):
+            raise ValueError(f"{len(sentences)} sentences but {len(translations)} translations")
+        tgt_ids = self.tokenizer.encode_tgt(list(translations))
+        tgt_ids = [[i for i in ids if i != self.tokenizer.eos_id] for ids in tgt_ids]
+        return self.score_encoded(self.encode(sentences), tgt_ids, length_penalty)
 
     # -- attention -------------------------------------------------------------------------
     @torch.no_grad()
@@ -275,6 +373,7 @@ __all__ = [
     "CHECKPOINT_NAMES",
     "InputError",
     "SentenceAttention",
+    "Translation",
     "Translator",
     "load_run_split",
     "numbered_path",

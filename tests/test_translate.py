@@ -114,6 +114,41 @@ def test_blank_sentences_give_empty_lines_and_keep_alignment(translator):
     assert outputs[1] == translator.translate([SRC[0]], beam=2)[0]
 
 
+def test_nbest_gives_typed_ranked_translations_whose_best_is_the_plain_translation(translator):
+    sentences = [SRC[0], "", SRC[1]]
+    plain = translator.translate(sentences, beam=3)
+    found = translator.translate(sentences, beam=3, nbest=2)
+    assert [len(hyps) for hyps in found] == [2, 0, 2]
+    src_pieces = [len(ids) - 1 for ids in translator.encode(sentences)]  # without EOS
+    for hyps, text, pieces in zip(found, plain, src_pieces):
+        if not hyps:
+            continue
+        assert hyps[0].text == text
+        assert hyps[0].score >= hyps[1].score
+        for hyp in hyps:
+            assert hyp.pieces == translator.tokenizer.tgt_pieces(translator.tokenizer.tgt.piece_to_id(hyp.pieces))
+            assert len(hyp.alignment) == len(hyp.pieces)
+            assert all(0 <= index < pieces for index in hyp.alignment)
+    with pytest.raises(ValueError, match="nbest"):
+        translator.translate(sentences, beam=2, nbest=3)
+
+
+def test_forced_scoring_of_its_own_translation_gives_the_score_the_search_reported(translator):
+    found = translator.translate(SRC[:3], beam=1, nbest=1)
+    ids = [translator.tokenizer.tgt.piece_to_id(hyps[0].pieces) for hyps in found]
+    ends = [hyps[0].is_finished for hyps in found]  # an untrained model may run to the length limit
+    src = translator.encode(SRC[:3])
+    for hyps, scored in zip(found, translator.score_encoded(src, ids, with_eos=ends)):
+        assert scored.score == pytest.approx(hyps[0].score, abs=1e-5)
+        assert scored.alignment == hyps[0].alignment
+    by_text = translator.score(SRC[:2], TGT[:2])
+    assert [len(s.token_log_probs) for s in by_text] == [
+        len(ids) + 1 for ids in translator.tokenizer.encode_tgt(TGT[:2])
+    ]
+    with pytest.raises(ValueError, match="2 sentences but 1 translations"):
+        translator.score(SRC[:2], TGT[:1])
+
+
 def test_characters_never_seen_in_training_do_not_break_anything(translator):
     sentences = ["😀 Ω ÿ 漢字 \x00 \x07", "ein mann 🚲 fährt", "\u2028\u200b"]
     ids = translator.encode(sentences)
