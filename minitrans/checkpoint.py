@@ -20,6 +20,8 @@ problem is one :class:`CheckpointError` with a one-line message.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pickle
 import pickletools
@@ -64,6 +66,8 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, "version": VERSION, **payload}
+    if isinstance(payload.get("config"), dict) and "model" in payload["config"]:
+        payload["model_config_sha256"] = model_config_digest(payload["config"])
     handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
@@ -76,6 +80,12 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def model_config_digest(config: dict) -> str:
+    """A digest of a checkpoint's model config, saved with its weights: an edit that leaves every
+    weight's shape as it was (``num_heads`` with the default ``d_k``) still shows."""
+    return hashlib.sha256(json.dumps(config["model"], sort_keys=True).encode()).hexdigest()
 
 
 def _umask() -> int:
@@ -152,6 +162,16 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise CheckpointError(
             f"{path} has checkpoint version {payload['version']}; this minitrans reads up to {VERSION}"
         )
+    digest = payload.get("model_config_sha256")  # absent from checkpoints written before it existed
+    if digest is not None:
+        try:
+            same = model_config_digest(payload["config"]) == digest
+        except (KeyError, TypeError, ValueError):
+            same = False
+        if not same:
+            raise CheckpointError(
+                f"{path} was refused: its model config is not the one its weights were saved with (edited?)"
+            )
     return payload
 
 

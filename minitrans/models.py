@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
+import torch
+
 from minitrans.config import RNNConfig, TransformerConfig
 from minitrans.interface import Seq2SeqModel
 from minitrans.tokenizer import Tokenizer
@@ -49,3 +53,43 @@ def build_model(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer) -> Seq
 
 def max_positions(cfg: TransformerConfig | RNNConfig) -> int:
     return cfg.max_len
+
+
+def model_bytes(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer) -> tuple[dict[str, tuple], int]:
+    """The shapes of the weights the config describes, and the bytes of every parameter and
+    buffer, found by building the model on the meta device (nothing is allocated)."""
+    with torch.device("meta"):
+        skeleton = build_model(cfg, tokenizer)
+    shapes = {key: tuple(value.shape) for key, value in skeleton.state_dict().items()}
+    tensors = [*skeleton.parameters(), *skeleton.buffers()]
+    return shapes, sum(t.numel() * t.element_size() for t in tensors)
+
+
+def memory_bytes() -> int | None:
+    """This machine's physical memory, where the platform says."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def build_model_for_weights(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer, weights: dict) -> Seq2SeqModel:
+    """The model a checkpoint's config describes, built only once its weights are known to have
+    the shapes that config gives and the model fits in memory: a crafted or edited config
+    cannot make the loader allocate what the file does not hold. Raises ValueError (one line)."""
+    shapes, size = model_bytes(cfg, tokenizer)
+    given = {key: tuple(value.shape) for key, value in weights.items() if isinstance(value, torch.Tensor)}
+    if len(given) != len(weights):
+        raise ValueError("the weights hold something other than tensors")
+    missing, unexpected = sorted(shapes.keys() - given.keys()), sorted(given.keys() - shapes.keys())
+    if missing or unexpected:
+        raise ValueError(f"weights and config disagree: missing {missing[:3]}, unexpected {unexpected[:3]}")
+    for key, shape in shapes.items():
+        if given[key] != shape:
+            raise ValueError(
+                f"weights and config disagree: {key} is {list(given[key])}, the config gives {list(shape)}"
+            )
+    memory = memory_bytes()
+    if memory is not None and size > memory:
+        raise ValueError(f"the model needs {size / 2**30:.1f} GiB, more than this machine's {memory / 2**30:.1f} GiB")
+    return build_model(cfg, tokenizer)

@@ -20,7 +20,7 @@ def validate(
 ) -> dict:
     """Validation loss, BLEU and chrF; sample translations and attention maps to TensorBoard."""
     limit = translator.max_len  # the loss needs pairs the model has positions for
-    fits = valid.filter(lambda row: len(row["src_ids"]) <= limit and len(row["tgt_ids"]) < limit)
+    fits = valid.filter(lambda row: len(row["src_ids"]) <= limit and len(row["tgt_ids"]) < limit, keep_in_memory=True)
     longest = max((len(s) + len(t) + 1 for s, t in zip(fits["src_ids"], fits["tgt_ids"])), default=1)
     losses = validation_losses(
         translator.model, fits, max(tcfg.batch_tokens, longest), translator.device, tcfg.label_smoothing

@@ -53,7 +53,8 @@ def prepare_training_data(cfg: TrainConfig, tokenizer_state: dict | None = None)
     splits = tokenize_corpus(corpus, tokenizer, cfg.data.cache_dir)
     max_tokens = min(cfg.data.max_tokens, cfg.model.max_len - 1)
     train_set = splits[cfg.data.train_split].filter(
-        lambda row: len(row["src_ids"]) <= max_tokens and len(row["tgt_ids"]) < max_tokens
+        lambda row: len(row["src_ids"]) <= max_tokens and len(row["tgt_ids"]) < max_tokens,
+        keep_in_memory=True,  # an index list: no cache file to go stale or be damaged
     )
     if len(train_set) == 0:
         raise ConfigError(f"data.max_tokens: no training pair fits in {max_tokens} subwords")

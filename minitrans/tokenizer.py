@@ -95,7 +95,10 @@ class Tokenizer:
             fingerprint.update(text.encode("utf-8", "surrogatepass") + b"\n")
         cache = Path(cache_dir).expanduser() / "spm" / fingerprint.hexdigest()[:16] if cache_dir else None
         if cache is not None and (cache / "src.model").exists():
-            return cls.load(cache)
+            try:
+                return cls.load(cache)
+            except (RuntimeError, OSError) as error:  # a damaged cache entry is rebuilt, not fatal
+                warnings.warn(f"rebuilding the damaged tokenizer cache {cache} ({type(error).__name__})", stacklevel=2)
         if joint:
             tokenizer = cls(_train_model([*src_texts, *tgt_texts], vocab_size, model_type))
         else:

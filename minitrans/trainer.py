@@ -46,13 +46,15 @@ from minitrans.config import ConfigError, TrainConfig
 from minitrans.data import collate
 from minitrans.evaluation import token_loss
 from minitrans.interface import count_parameters
-from minitrans.models import build_model
+from minitrans.models import build_model, build_model_for_weights, memory_bytes, model_bytes
 from minitrans.run_data import prepare_training_data
 from minitrans.tblog import log_hparams, log_layout
+from minitrans.tokenizer import Tokenizer
 from minitrans.translate import Translator
 from minitrans.utils import StopRequest, get_rng_state, pick_device, preserved_rng, seed_everything, set_rng_state
 
 log = logging.getLogger(__name__)
+_AFRESH = "to start afresh: trainer.resume=false or a new run folder"
 
 
 class TrainingError(RuntimeError):
@@ -113,13 +115,18 @@ class Trainer:
                     f"seed: {resume_path} was trained with seed={saved_seed}, not {cfg.seed}; resume with "
                     "the original seed, use a new run folder, or set trainer.resume=false"
                 )
+        if payload is not None:
+            try:
+                Tokenizer.from_state(payload["tokenizer"])
+            except (KeyError, TypeError, AttributeError, RuntimeError, OSError):
+                raise CheckpointError(f"{resume_path} holds no usable tokenizer; {_AFRESH}") from None
         with distributed.InTurn(self.dist):  # one process per machine fills the caches
             data = prepare_training_data(cfg, payload["tokenizer"] if payload else None)
         self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
         self.src_ids, self.tgt_ids = data.src_ids, data.tgt_ids
         if self.dist.is_main:
             self.tokenizer.save(self.out_dir / "tokenizer")
-        self.model = build_model(cfg.model, self.tokenizer).to(self.device)
+        self.model = self._build_model(payload, resume_path).to(self.device)
         self.num_params = count_parameters(self.model)
         wrapped = self.model
         if self.dist.enabled:  # rank 0's initial weights are broadcast to every rank here
@@ -140,6 +147,23 @@ class Trainer:
             seed_everything(cfg.seed + self.dist.rank)
         if payload is not None:
             self._restore(payload, resume_path)
+
+    def _build_model(self, payload: dict | None, path: Path | None):
+        """The configured model, once it is known to fit: in memory with its gradients and
+        optimizer state, and (when resuming) to the checkpoint's weights."""
+        if payload is not None:
+            try:
+                return build_model_for_weights(self.cfg.model, self.tokenizer, payload.get("model", {}))
+            except (ValueError, TypeError, AttributeError) as error:
+                raise CheckpointError(f"{path} does not hold a usable model: {error}") from None
+        _, size = model_bytes(self.cfg.model, self.tokenizer)
+        memory = memory_bytes()
+        if memory is not None and 4 * size > memory:  # weights, gradients, Adam's two moments
+            raise ConfigError(
+                f"model: {size / 2**30:.1f} GiB of weights need about {4 * size / 2**30:.1f} GiB to train, "
+                f"more than this machine's {memory / 2**30:.1f} GiB; choose a smaller model"
+            )
+        return build_model(self.cfg.model, self.tokenizer)
 
     # -- checkpoints -----------------------------------------------------------------------
     def _payload(self, with_training_state: bool = True) -> dict:
@@ -171,11 +195,26 @@ class Trainer:
     def _restore(self, payload: dict, path: Path) -> None:
         if "optimizer" not in payload:
             raise CheckpointError(f"{path} holds weights only (no optimizer or data position); resume from a last.pt")
+        try:
+            self._restore_state(payload, path)
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
+            reason = (str(error).strip().splitlines() or [""])[0]
+            raise CheckpointError(
+                f"{path} does not hold a usable training state ({type(error).__name__}: {reason}); {_AFRESH}"
+            ) from None
+
+    def _restore_state(self, payload: dict, path: Path) -> None:
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
         self.state = TrainState(**payload["state"])
+        for name, default in asdict(TrainState()).items():
+            value = getattr(self.state, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float) if isinstance(default, float) else int):
+                raise TypeError(f"state.{name} is {value!r}")
         rng = payload["rng"]  # one state per rank of the run that wrote it
+        if not isinstance(rng, list) or not rng:
+            raise ValueError("no random generator state")
         if self.dist.rank < len(rng):
             set_rng_state(rng[self.dist.rank])
         if len(rng) != self.dist.world_size and self.dist.is_main:  # the data order is still the same

@@ -132,16 +132,16 @@ class Translator:
     def from_checkpoint(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
         """Load a ``.pt`` file or a run folder; any unusable checkpoint raises CheckpointError."""
         from minitrans.config import model_from_dict
-        from minitrans.models import build_model
+        from minitrans.models import build_model_for_weights
         from minitrans.utils import pick_device
 
         device = pick_device(device) if isinstance(device, str) else device
         path = resolve_checkpoint(path)
         payload = load_checkpoint(path)
         try:
-            tokenizer = Tokenizer.from_state(payload["tokenizer"])
             model_cfg = model_from_dict(payload["config"]["model"])
-            model = build_model(model_cfg, tokenizer)
+            tokenizer = Tokenizer.from_state(payload["tokenizer"])
+            model = build_model_for_weights(model_cfg, tokenizer, payload["model"])
             model.load_state_dict(payload["model"])
         except (KeyError, TypeError, ValueError, RuntimeError) as error:
             reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
@@ -365,7 +365,15 @@ def load_run_split(
     from minitrans.config import DataConfig
     from minitrans.data.corpus import load_split
 
-    return load_split(DataConfig(**config["data"]), split, data_root)
+    try:
+        data = DataConfig(**config["data"])
+    except (KeyError, TypeError, ValueError) as error:  # e.g. a key this version does not know
+        raise CheckpointError(f"the checkpoint's data config is unusable: {first_line_of(error)}") from None
+    return load_split(data, split, data_root)
+
+
+def first_line_of(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 __all__ = [

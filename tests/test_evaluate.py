@@ -107,3 +107,43 @@ def test_known_strings_score_as_sacrebleu_says():
     # detokenised input, 13a tokenisation: punctuation attached or not scores the same
     assert corpus_scores(["Hello, world!"], ["Hello , world !"])["bleu"] == pytest.approx(100.0)
     assert corpus_scores(["nothing alike"], ["entirely different words here"])["bleu"] == pytest.approx(0.0)
+
+
+def edited(path: Path, change, keep_digest: bool = True) -> Path:
+    """``path`` with its payload changed by ``change(payload)`` and saved the way a hand edit
+    would be: torch.save, so the digest saved with the weights is the old one (or none)."""
+    payload = torch.load(path, weights_only=True)
+    change(payload)
+    if not keep_digest:  # as a checkpoint written before digests existed
+        payload.pop("model_config_sha256")
+    out = path.parent / "checkpoints" / "last.pt"
+    out.parent.mkdir(exist_ok=True)
+    torch.save(payload, out)
+    return out.parent.parent
+
+
+def set_key(section: str, key: str, value):
+    return lambda payload: payload["config"][section].__setitem__(key, value)
+
+
+@pytest.mark.parametrize(
+    ("change", "keep_digest", "expected"),
+    [
+        # same weight shapes, other heads: only the digest can tell (BLEU 94.2 -> 84.3 unnoticed before)
+        (set_key("model", "num_heads", 4), True, "was refused: its model config is not the one its weights"),
+        (set_key("model", "max_len", 10**9), False, "model.max_len: must be in [1, 65536], got 1000000000"),
+        (set_key("model", "d_model", 32), False, "weights and config disagree: "),
+        (set_key("data", "colour", "red"), True, "the checkpoint's data config is unusable: "),
+        (set_key("data", "num_test", 10**7), True, "data.num_test: must be in [1, 100_000], got 10000000"),
+        (lambda payload: payload["model"].popitem(), False, "weights and config disagree: missing"),
+    ],
+)
+def test_an_edited_checkpoint_is_one_error_line_before_anything_big_is_built(
+    evaluate, tmp_path, capsys, change, keep_digest, expected
+):
+    data = DataConfig(name="generated", num_train=50, num_valid=10, num_test=12)
+    original = build_checkpoint(tmp_path / "original.pt", data)
+    run = edited(original, change, keep_digest)
+    assert evaluate([str(run), "--split", "test", "--limit", "2", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err

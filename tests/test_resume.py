@@ -207,9 +207,24 @@ def test_a_run_folder_resumes_only_the_model_and_data_it_was_trained_with(tmp_pa
         Trainer(tiny_config("trainer.max_steps=4", "model.d_model=48"), run)
     with pytest.raises(ConfigError, match=r"^seed: .* was trained with seed=0, not 7;"):
         Trainer(tiny_config("trainer.max_steps=4", "seed=7"), run)
+    good = run / "checkpoints" / "good.pt"
+    good.write_bytes((run / "checkpoints" / "last.pt").read_bytes())
     (run / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="corrupt .*trainer.resume=false"):
         Trainer(tiny_config("trainer.max_steps=4"), run)
+    for damage in (  # whole archives (CRCs fine) whose contents are not a training state
+        lambda p: p["optimizer"].__setitem__("state", "garbage"),
+        lambda p: p["state"].__setitem__("no_such_field", 1),
+        lambda p: p["model"].popitem(),
+        lambda p: p.__setitem__("rng", []) or p["state"].__setitem__("step", "two"),
+    ):
+        last = run / "checkpoints" / "last.pt"
+        payload = load_checkpoint(good)
+        damage(payload)
+        torch.save(payload, last)
+        with pytest.raises(CheckpointError, match=r"does not hold a usable .*trainer\.resume=false|model") as error:
+            Trainer(tiny_config("trainer.max_steps=4"), run)
+        assert "\n" not in str(error.value)
     best = run / "checkpoints" / "best.pt"  # weights only: nothing to resume training from
     with pytest.raises(CheckpointError, match="weights only"):
         Trainer(tiny_config("trainer.max_steps=4", f"trainer.resume_from={best}"), tmp_path / "other")

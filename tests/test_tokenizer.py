@@ -1,5 +1,7 @@
 """SentencePiece tokenizer: special ids, round trips, byte fallback, caching, checkpoint state."""
 
+import pytest
+
 from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 
 EN = ["the big dog sees the man .", "a small cat sleeps .", "the woman reads a book ."] * 20
@@ -51,3 +53,17 @@ def test_separate_vocabularies_and_state_round_trip(tmp_path):
     assert loaded.encode_src(EN[:3]) == tok.encode_src(EN[:3]) and not loaded.is_joint
     joint = Tokenizer.from_state(Tokenizer.train(EN, DE, vocab_size=300).to_state())
     assert joint.is_joint
+
+
+def test_a_damaged_tokenizer_or_tokenised_corpus_cache_is_rebuilt(tmp_path, tiny_config):
+    from minitrans.run_data import prepare_training_data
+
+    cfg = tiny_config(f"data.cache_dir={tmp_path}")
+    first = prepare_training_data(cfg)
+    damaged = [*tmp_path.glob("spm/*/src.model"), *tmp_path.glob("tokenized/*.arrow")]
+    assert {p.parent.parent.name if p.suffix == ".model" else p.parent.name for p in damaged} == {"spm", "tokenized"}
+    for path in damaged:
+        path.write_bytes(b"\x00garbage" * 10)
+    with pytest.warns(UserWarning, match="rebuilding the damaged"):
+        again = prepare_training_data(cfg)
+    assert again.src_ids == first.src_ids and again.tokenizer.src_proto == first.tokenizer.src_proto

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 
 import datasets
@@ -95,12 +96,14 @@ def tokenize_corpus(
             folder = Path(cache_dir).expanduser() / "tokenized"
             folder.mkdir(parents=True, exist_ok=True)
             cache_file = str(folder / f"{_fingerprint(dataset, tokenizer)}.arrow")
-        out[name] = dataset.map(
-            encode,
-            batched=True,
-            batch_size=2000,
-            cache_file_name=cache_file,
-            load_from_cache_file=True,
-            desc=f"tokenising {name}" if len(dataset) > 5000 else None,
-        ).with_format(None)
+        options = {"batched": True, "batch_size": 2000, "desc": f"tokenising {name}" if len(dataset) > 5000 else None}
+        try:
+            out[name] = dataset.map(encode, cache_file_name=cache_file, load_from_cache_file=True, **options)
+        except Exception as error:  # a damaged cache file (pyarrow's errors vary): tokenise again
+            if cache_file is None or not Path(cache_file).exists():
+                raise
+            warnings.warn(f"rebuilding the damaged cache {cache_file} ({type(error).__name__})", stacklevel=2)
+            Path(cache_file).unlink()
+            out[name] = dataset.map(encode, cache_file_name=cache_file, load_from_cache_file=False, **options)
+        out[name] = out[name].with_format(None)
     return datasets.DatasetDict(out)
