@@ -32,7 +32,6 @@ from pathlib import Path
 import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
-from tqdm.auto import tqdm
 
 from minitrans import distributed, reporting
 from minitrans.checkpoint import (
@@ -47,6 +46,7 @@ from minitrans.data import collate
 from minitrans.evaluation import token_loss
 from minitrans.interface import count_parameters
 from minitrans.models import build_model, build_model_for_weights, memory_bytes, model_bytes
+from minitrans.progress import TrainingProgress
 from minitrans.run_data import prepare_training_data
 from minitrans.tblog import log_hparams, log_layout
 from minitrans.tokenizer import Tokenizer
@@ -285,15 +285,11 @@ class Trainer:
             )
         deadline = None if tcfg.max_minutes is None else tcfg.max_minutes * 60
         checkpoint_every = tcfg.checkpoint_every or tcfg.eval_every
-        progress = tqdm(
-            total=tcfg.max_steps,
-            initial=state.step,
-            disable=not (tcfg.progress and is_main),
-            desc="train",
-            dynamic_ncols=True,
+        progress = TrainingProgress(
+            tcfg.max_steps, tcfg.max_minutes, state.step, state.train_seconds, enabled=tcfg.progress and is_main
         )
         finished = state.step >= tcfg.max_steps
-        with StopRequest() as stop:
+        with StopRequest() as stop, progress:
             while not finished:
                 batches = self.sampler.batches(state.epoch)
                 for indices in batches[state.batch_in_epoch :]:
@@ -310,8 +306,8 @@ class Trainer:
                     )
                     if loss is not None:
                         state.step += 1
-                        progress.update(1)
                         self._log_step(loss, progress)
+                    progress.update(state.step, state.train_seconds)
                     finished = state.step >= tcfg.max_steps or out_of_time
                     is_eval = finished or (loss is not None and state.step % tcfg.eval_every == 0)
                     if is_eval or (loss is not None and state.step % checkpoint_every == 0):
@@ -325,7 +321,6 @@ class Trainer:
                 else:
                     state.epoch += 1
                     state.batch_in_epoch = 0
-        progress.close()
         if not is_main:
             distributed.barrier(self.dist)  # wait for rank 0's final evaluation
             return None
@@ -333,19 +328,19 @@ class Trainer:
         distributed.barrier(self.dist)
         return summary
 
-    def _log_step(self, loss: float, progress) -> None:
+    def _log_step(self, loss: float, progress: TrainingProgress) -> None:
         state, tcfg = self.state, self.cfg.trainer
         if self.writer is None or state.step % tcfg.log_every:
             return
         rate = self.window_tokens / max(self.window_seconds, 1e-9)  # target tokens per training second
         self.window_tokens, self.window_seconds = 0, 0.0
-        progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", epoch=state.epoch)
+        progress.show(state.step, loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", epoch=state.epoch)
         self.writer.add_scalar("train/loss_label_smoothed", loss, state.step)
         self.writer.add_scalar("train/tokens_per_second", rate, state.step)
         self.writer.add_scalar("train/lr", self.scheduler.get_last_lr()[0], state.step)
         self.writer.add_scalar("train/epoch", state.epoch, state.step)
 
-    def _stop(self, signum: int, progress) -> None:
+    def _stop(self, signum: int, progress: TrainingProgress) -> None:
         path = self.save()
         progress.close()
         name = signal.Signals(signum).name
