@@ -180,3 +180,57 @@ def test_attention_dropout_in_training_is_unbiased():
     torch.testing.assert_close(out.mean(0, keepdim=True), exact, atol=0.05, rtol=0.0)
     assert not torch.equal(out[0], out[1])
     assert (out.std(0) > 0).all()  # dropout was applied, not skipped
+
+
+def test_weights_are_returned_only_when_asked():
+    gen = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(1, 2, 3, 4, generator=gen) for _ in range(3))
+    assert scaled_dot_product_attention(q, k, v)[1] is None
+    assert scaled_dot_product_attention(q, k, v, need_weights=True)[1].shape == (1, 2, 3, 3)
+    attn = MultiHeadAttention(8, 2, 4).eval()
+    x = torch.randn(1, 3, 8, generator=gen)
+    assert attn(x)[1] is None and attn.attend(q, k, v)[1] is None
+    assert attn(x, need_weights=True)[1].shape == (1, 2, 3, 3)
+
+
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_the_fused_path_applies_dropout_without_bias(with_mask):
+    """The fused path serves training on GPUs: its dropout must be applied, and unbiased."""
+    torch.manual_seed(7)
+    q, k, v = torch.randn(1, 1, 3, 4), torch.randn(1, 1, 6, 4), torch.randn(1, 1, 6, 4)
+    mask = make_padding_mask(padded_tokens([5], 6), PAD) if with_mask else None
+    exact = fused_attention(q, k, v, mask, False, 0.0)
+    draws = [t.expand(2000, -1, -1, -1) for t in (q, k, v)]
+    out = fused_attention(*draws, mask, False, 0.3)  # (2000, 1, 3, 4)
+    assert not torch.equal(out[0], out[1])
+    torch.testing.assert_close(out.mean(0, keepdim=True), exact, atol=0.06, rtol=0.0)
+
+
+def test_module_dropout_acts_in_training_only_and_defaults_to_none():
+    torch.manual_seed(8)
+    x = torch.randn(2, 5, 16)
+    attn = MultiHeadAttention(16, 4, 4, dropout=0.5)
+    assert not torch.equal(attn.train()(x)[0], attn(x)[0])
+    torch.testing.assert_close(attn.eval()(x)[0], attn(x)[0], rtol=0, atol=0)
+    plain = MultiHeadAttention(16, 4, 4).train()
+    assert plain.dropout == 0.0
+    torch.testing.assert_close(plain(x)[0], plain(x)[0], rtol=0, atol=0)
+
+
+def test_the_fused_kernel_serves_exactly_where_it_has_what_is_asked(monkeypatch):
+    """Fused unless weights are wanted or CPU dropout is on (PyTorch's CPU kernel has none)."""
+    import minitrans.attention as attention
+
+    calls = []
+    real = attention.fused_attention
+    monkeypatch.setattr(attention, "fused_attention", lambda *a: calls.append(a[-1]) or real(*a))
+    x = torch.randn(1, 4, 16)
+    attn = MultiHeadAttention(16, 4, 4, dropout=0.2)
+    expected = {("eval", False): [0.0], ("eval", True): [], ("train", False): [], ("train", True): []}
+    for (mode, need_weights), fused_calls in expected.items():
+        calls.clear()
+        getattr(attn, mode)()(x, need_weights=need_weights)
+        assert calls == fused_calls, (mode, need_weights)
+    calls.clear()
+    MultiHeadAttention(16, 4, 4, dropout=0.0).train()(x)
+    assert calls == [0.0]

@@ -16,8 +16,9 @@ import torch
 
 from minitrans.checkpoint import CheckpointError, save_checkpoint
 from minitrans.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.interface import Seq2SeqModel
 from minitrans.models import build_model
-from minitrans.tokenizer import Tokenizer
+from minitrans.tokenizer import EOS_ID, PAD_ID, Tokenizer
 from minitrans.translate import (
     InputError,
     Translator,
@@ -59,6 +60,54 @@ def run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def translator(run) -> Translator:
     return Translator.from_checkpoint(run, device="cpu")
+
+
+class CopyModel(Seq2SeqModel):
+    """A deterministic stand-in with a known answer: it "translates" a sentence into its own
+    source pieces (the vocabulary is joint), so each output can be checked against its input.
+    Counts cached steps and uncached (full-prefix) decodes."""
+
+    def __init__(self, vocab: int) -> None:
+        super().__init__()
+        self.pad_id, self.vocab = PAD_ID, vocab
+        self.anchor = torch.nn.Parameter(torch.zeros(1))  # a device to live on
+        self.steps = self.decodes = 0
+
+    def _logits(self, src: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        """Position t (B,) of the output is source token t; EOS once the source ends."""
+        padded = torch.cat([src, torch.full_like(src[:, :1], PAD_ID)], dim=1)  # (B, S + 1)
+        token = padded.gather(1, position.clamp(max=src.shape[1])[:, None])[:, 0]  # (B,)
+        token = torch.where(token == PAD_ID, EOS_ID, token)
+        return torch.nn.functional.one_hot(token, self.vocab).float() * 10  # (B, V)
+
+    def encode(self, src, need_weights=False):
+        return {"src": src}, {}
+
+    def init_cache(self, enc):
+        return {"position": torch.zeros(enc["src"].shape[0], dtype=torch.long)}
+
+    def step(self, enc, tokens, cache, need_weights=False):
+        self.steps += 1
+        position = cache["position"]
+        return self._logits(enc["src"], position), {"position": position + 1}, {}
+
+    def decode(self, enc, tgt_in, need_weights=False):
+        self.decodes += 1
+        positions = torch.arange(tgt_in.shape[1]).expand(tgt_in.shape[0], -1)  # (B, T)
+        return torch.stack([self._logits(enc["src"], positions[:, t]) for t in range(tgt_in.shape[1])], dim=1), {}
+
+
+@pytest.fixture(scope="module")
+def copier(translator) -> Translator:
+    tokenizer = translator.tokenizer
+    assert tokenizer.is_joint
+    return Translator(CopyModel(tokenizer.tgt_vocab_size), tokenizer, max_len=32, device=torch.device("cpu"))
+
+
+def test_the_copy_model_gives_each_sentence_back(copier):
+    """The oracle of the order tests below: distinct inputs give distinct, known outputs."""
+    assert copier.translate(SRC[:3]) == SRC[:3]
+    assert copier.translate(SRC[:3], beam=3, use_cache=False) == SRC[:3]
 
 
 # -- checkpoints ------------------------------------------------------------------------------
@@ -106,12 +155,11 @@ def test_every_model_family_translates_from_a_checkpoint(tmp_path):
 
 
 # -- input handling ---------------------------------------------------------------------------
-def test_blank_sentences_give_empty_lines_and_keep_alignment(translator):
-    sentences = ["", SRC[0], "   ", "\t\u3000", SRC[1], ""]
-    outputs = translator.translate(sentences, beam=2)
-    assert len(outputs) == 6
-    assert [bool(line) for line in outputs] == [False, True, False, False, True, False]
-    assert outputs[1] == translator.translate([SRC[0]], beam=2)[0]
+@pytest.mark.parametrize("beam", [1, 2])
+def test_blank_sentences_give_empty_lines_and_keep_alignment(copier, beam):
+    # lengths differ, so the length-sorted batches must be put back in input order
+    sentences = ["", SRC[2], "   ", SRC[0], "\t\u3000", SRC[1], ""]
+    assert copier.translate(sentences, beam=beam, batch_tokens=40) == ["", SRC[2], "", SRC[0], "", SRC[1], ""]
 
 
 def test_nbest_gives_typed_ranked_translations_whose_best_is_the_plain_translation(translator):
@@ -234,16 +282,37 @@ def pipe_stdin(monkeypatch, data: bytes) -> None:
     monkeypatch.setattr(sys, "stdin", stdin)
 
 
-def test_script_translates_stdin_line_by_line(script, run, translator, monkeypatch, capsys):
-    pipe_stdin(monkeypatch, f"{SRC[0]}\r\n\r\n   \n{SRC[1]}".encode())
-    assert script.main([str(run), "--beam", "2"]) == 0
-    out = capsys.readouterr().out
-    assert out == "".join(line + "\n" for line in translator.translate([SRC[0], "", "", SRC[1]], beam=2))
+@pytest.fixture
+def copying_script(script, copier, monkeypatch):
+    """The script with the copy model behind every checkpoint it loads."""
+    copier.model.steps = copier.model.decodes = 0
+    monkeypatch.setattr(script.Translator, "from_checkpoint", classmethod(lambda cls, path, device: copier))
+    return script
 
 
-def test_script_arguments_files_and_attention(script, run, translator, tmp_path, capsys):
-    assert script.main([str(run), SRC[0], SRC[1]]) == 0
-    assert capsys.readouterr().out.splitlines() == translator.translate(SRC[:2])
+def test_script_translates_stdin_line_by_line_in_order(copying_script, run, monkeypatch, capsys):
+    pipe_stdin(monkeypatch, f"{SRC[2]}\r\n\r\n   \n{SRC[1]}\n{SRC[0]}".encode())
+    assert copying_script.main([str(run), "--beam", "2"]) == 0
+    assert capsys.readouterr().out == f"{SRC[2]}\n\n\n{SRC[1]}\n{SRC[0]}\n"
+
+
+def test_script_arguments_and_files_in_order(copying_script, run, tmp_path, capsys):
+    assert copying_script.main([str(run), SRC[1], SRC[0]]) == 0
+    assert capsys.readouterr().out.splitlines() == [SRC[1], SRC[0]]
+    (tmp_path / "in.txt").write_bytes(f"{SRC[2]}\n\n{SRC[0]}\n".encode())
+    assert copying_script.main([str(run), "-i", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")]) == 0
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == f"{SRC[2]}\n\n{SRC[0]}\n"
+
+
+@pytest.mark.parametrize("flags, cached", [([], True), (["--no-cache"], False)])
+def test_no_cache_recomputes_every_prefix(copying_script, copier, run, capsys, flags, cached):
+    assert copying_script.main([str(run), SRC[0], *flags]) == 0
+    assert capsys.readouterr().out == SRC[0] + "\n"
+    model = copier.model
+    assert (model.steps > 0, model.decodes > 0) == (cached, not cached)
+
+
+def test_script_files_and_attention_pictures(script, run, translator, tmp_path, capsys):
     (tmp_path / "in.txt").write_bytes(f"{SRC[2]}\n\n{SRC[0]}\n".encode())
     args = [str(run), "-i", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"), "--beam", "3"]
     assert script.main([*args, "--length-penalty", "1.0", "--attention", str(tmp_path / "a.png")]) == 0
@@ -306,11 +375,30 @@ def test_benchmark_times_both_paths_and_checks_they_agree(translator, run, tmp_p
     assert capsys.readouterr().err.startswith("error: no checkpoint at")
 
 
-def test_script_prompts_on_a_terminal(script, run, translator, monkeypatch, capsys):
+def test_script_prompts_on_a_terminal_until_an_empty_line(copying_script, run, monkeypatch, capsys):
     stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
     monkeypatch.setattr(stdin, "isatty", lambda: True)
     monkeypatch.setattr(sys, "stdin", stdin)
-    lines = iter([SRC[0], SRC[1]])
+    lines = iter([SRC[1], SRC[0], "", SRC[2]])
+
+    def fake_input(prompt):
+        assert prompt == "> "
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    monkeypatch.setattr("builtins.input", fake_input)
+    assert copying_script.main([str(run)]) == 0
+    assert capsys.readouterr().out.splitlines() == [SRC[1], SRC[0]]
+    assert next(lines) == SRC[2]  # the empty line quit: the next line was never read
+
+
+def test_script_prompt_quits_on_ctrl_d(copying_script, run, monkeypatch, capsys):
+    stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+    monkeypatch.setattr(stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    lines = iter([SRC[0]])
 
     def fake_input(prompt):
         try:
@@ -319,5 +407,5 @@ def test_script_prompts_on_a_terminal(script, run, translator, monkeypatch, caps
             raise EOFError from None
 
     monkeypatch.setattr("builtins.input", fake_input)
-    assert script.main([str(run)]) == 0
-    assert capsys.readouterr().out.splitlines() == translator.translate(SRC[:2])
+    assert copying_script.main([str(run)]) == 0
+    assert capsys.readouterr().out.splitlines() == [SRC[0]]
