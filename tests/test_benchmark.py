@@ -39,6 +39,7 @@ def test_torch_twin_has_the_same_parameters_and_output_shape(norm_first):
     assert twin(src, tgt).shape == ours(src, tgt).shape == (2, 3, 40)
 
 
+@pytest.mark.slow  # each model's memory is measured in a subprocess
 def test_quick_run_writes_sane_json(tmp_path, capsys):
     out_path = tmp_path / "bench.json"
     argv = ["--sizes", "tiny", "--quick", "--data", "synthetic", "--vocab-size", "300", "--batch-tokens", "600"]
@@ -87,3 +88,59 @@ def test_benchmark_loss_is_the_trainers_loss():
     tgt_out[0, 3:] = 0
     for smoothing in (0.0, 0.1):
         torch.testing.assert_close(bench.token_loss(logits, tgt_out, smoothing), token_loss(logits, tgt_out, smoothing))
+
+
+def copy_weights_into_twin(ours: nn.Module, twin: TorchTransformer) -> None:
+    """minitrans' weights into the nn.Transformer twin, parameter by parameter."""
+    params = dict(ours.named_parameters())
+    mapping = {"embed.weight": "src_embed.weight", "output.weight": "src_embed.weight", "output.bias": "output.bias"}
+    for stack, layers in (("encoder", twin.core.encoder.layers), ("decoder", twin.core.decoder.layers)):
+        for i, _ in enumerate(layers):
+            mine, theirs = f"{stack}_layers.{i}.", f"core.{stack}.layers.{i}."
+            mapping |= {
+                theirs + "self_attn.in_proj_weight": mine + "self_attn.qkv_proj.weight",
+                theirs + "self_attn.in_proj_bias": mine + "self_attn.qkv_proj.bias",
+                theirs + "linear1.weight": mine + "feed_forward.net.0.weight",
+                theirs + "linear1.bias": mine + "feed_forward.net.0.bias",
+                theirs + "linear2.weight": mine + "feed_forward.net.3.weight",
+                theirs + "linear2.bias": mine + "feed_forward.net.3.bias",
+            }
+            mapping |= {
+                theirs + f"self_attn.out_proj.{p}": mine + f"self_attn.out_proj.{p}" for p in ("weight", "bias")
+            }
+            blocks = ["attn_block", "ff_block"] if stack == "encoder" else ["self_block", "cross_block", "ff_block"]
+            for n, block in enumerate(blocks, 1):
+                mapping |= {theirs + f"norm{n}.{p}": mine + f"{block}.norm.{p}" for p in ("weight", "bias")}
+            if stack == "decoder":
+                mapping |= {
+                    theirs + f"multihead_attn.out_proj.{p}": mine + f"cross_attn.out_proj.{p}"
+                    for p in ("weight", "bias")
+                }
+        if f"{stack}_norm.weight" in params:  # pre-norm: the stack's final LayerNorm
+            mapping |= {f"core.{stack}.norm.{p}": f"{stack}_norm.{p}" for p in ("weight", "bias")}
+    state = {theirs: params[mine].detach() for theirs, mine in mapping.items()}
+    for i, _ in enumerate(twin.core.decoder.layers):  # cross-attention: one in_proj from q_proj and kv_proj
+        mine = f"decoder_layers.{i}.cross_attn."
+        for p in ("weight", "bias"):
+            state[f"core.decoder.layers.{i}.multihead_attn.in_proj_{p}"] = torch.cat(
+                [params[mine + f"q_proj.{p}"], params[mine + f"kv_proj.{p}"]]
+            ).detach()
+    missing, unexpected = twin.load_state_dict(state, strict=False)
+    assert unexpected == []
+    # post-norm: nn.Transformer's extra final LayerNorms stay at their identity initialisation
+    assert all(".norm." in name and "layers" not in name for name in missing), missing
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_torch_twin_computes_the_same_function_given_the_same_weights(norm_first):
+    """The benchmark's reference is the same model, not just one of the same size."""
+    torch.manual_seed(9)
+    size = ModelSize(16, 2, 32, 2, 2)
+    ours = build_model("minitrans", 40, size, 0.0, norm_first).eval()
+    twin = build_model("torch", 40, size, 0.0, norm_first).eval()
+    src = torch.tensor([[5, 6, 7, 0, 0], [5, 6, 7, 8, 9]])
+    tgt = torch.tensor([[2, 9, 11, 12], [2, 9, 13, 4]])
+    assert not torch.allclose(twin(src, tgt), ours(src, tgt), atol=1e-3)  # different weights, different outputs
+    copy_weights_into_twin(ours, twin)
+    with torch.no_grad():
+        torch.testing.assert_close(twin(src, tgt), ours(src, tgt), atol=1e-5, rtol=1e-5)
