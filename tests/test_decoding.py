@@ -96,14 +96,26 @@ def test_a_sentence_decodes_the_same_alone_and_in_a_batch(trained, src, beam):
         assert translate_ids(trained, src[row : row + 1, :length], beam_size=beam) == [together[row]]
 
 
-def test_untrained_models_run_to_the_length_limit(src):
+def never_ending(model: Seq2SeqModel) -> Seq2SeqModel:
+    """The model with EOS made (nearly) impossible: its searches can only stop at the limit."""
+    output = model.output if hasattr(model, "output") else model.decoder.output
+    with torch.no_grad():
+        output.bias[EOS_ID] = -1e4
+    return model.eval()
+
+
+def test_a_model_that_never_ends_runs_exactly_to_each_sentences_limit(src):
+    limits = output_limits(src, 0.5, 12).tolist()
+    assert len(set(limits)) > 1  # the limits differ by sentence: each must be honoured
     for family in FAMILIES:
-        model = make_model(family).eval()
-        limits = output_limits(src, 0.5, 12).tolist()
+        model = never_ending(make_model(family))
         for beam in (1, 3):
-            outputs = translate_ids(model, src, beam_size=beam, max_output_ratio=0.5, max_output_len=12)
-            assert all(len(ids) <= limit for ids, limit in zip(outputs, limits))
-            assert all(token not in (PAD_ID, BOS_ID, EOS_ID) for ids in outputs for token in ids)
+            for use_cache in (True, False):
+                outputs = translate_ids(
+                    model, src, beam_size=beam, max_output_ratio=0.5, max_output_len=12, use_cache=use_cache
+                )
+                assert [len(ids) for ids in outputs] == limits, (family, beam, use_cache)
+                assert all(token not in (PAD_ID, BOS_ID, EOS_ID) for ids in outputs for token in ids)
 
 
 def test_output_limits():

@@ -450,8 +450,35 @@ def test_golden_pairs(tree, english, german):
     assert render(tree) == (english, german)
 
 
-def test_enough_golden_pairs():
-    assert len(GOLDEN) >= 30
+def parts(node) -> list:
+    """Every grammar object inside a sentence tree (noun phrases, clauses, words, ...)."""
+    import dataclasses
+
+    found = [node]
+    if isinstance(node, list):
+        return [part for item in node for part in parts(item)]
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for item in dataclasses.fields(node):
+            found += parts(getattr(node, item.name))
+    return found
+
+
+def test_the_golden_pairs_exercise_every_construction_the_grammar_has():
+    """What the hand-checked pairs must cover for a grammar bug to meet one of them."""
+    found = [part for tree, _, _ in GOLDEN for part in parts(tree)]
+    kinds = lambda cls: [part for part in found if isinstance(part, cls)]  # noqa: E731
+    assert {verb.frame for verb in kinds(type(VERBS["sees"]))} == set("iadgc")
+    noun_phrases = kinds(NounPhrase)
+    assert {(n.noun.gender, n.is_plural) for n in noun_phrases} == {(g, p) for g in "mfn" for p in (False, True)}
+    assert {n.det.de_stem for n in noun_phrases} >= {"", "ein", "kein"}  # definite, indefinite, negative
+    assert any(n.adjectives for n in noun_phrases)
+    assert {pp.prep.case for pp in kinds(PrepPhrase)} == {ACC, DAT}
+    assert {rel.is_subject_gap for rel in kinds(RelativeClause)} == {True, False}
+    assert kinds(SubordinateClause) and any(c.recipient for c in kinds(Clause))
+    assert any(c.complement for c in kinds(Clause)) and any(len(c.subject) == 2 for c in kinds(Clause))
+    mains = kinds(MainClause)
+    assert any(m.adverb for m in mains) and any(m.fronted for m in mains) and any(m.trailing for m in mains)
+    assert {word.de for sentence, _, _ in GOLDEN for word in sentence.coordinators} == {"und", "aber"}
 
 
 # ----------------------------------------------------------------------------- lexicon
