@@ -241,14 +241,20 @@ def attention_figure(maps: torch.Tensor, row_tokens: list[str], col_tokens: list
     return _draw_grid(panels, row_tokens, col_tokens, title, titles)
 
 
+# Which tokens label the rows and the columns of each kind of map (names of SentenceAttention's fields).
+KIND_AXES = {
+    "enc_self": ("src_tokens", "src_tokens"),
+    "dec_self": ("tgt_in_tokens", "tgt_in_tokens"),
+    "cross": ("tgt_out_tokens", "src_tokens"),
+}
+
+
 def _axes_for(kind: str, src_tokens, tgt_in_tokens, tgt_out_tokens) -> tuple[list[str], list[str]]:
-    if kind == "enc_self":
-        return list(src_tokens), list(src_tokens)
-    if kind == "dec_self":
-        return list(tgt_in_tokens), list(tgt_in_tokens)
-    if kind == "cross":
-        return list(tgt_out_tokens), list(src_tokens)
-    raise ValueError(f"unknown attention kind {kind!r}")
+    if kind not in KIND_AXES:
+        raise ValueError(f"unknown attention kind {kind!r}")
+    tokens = {"src_tokens": src_tokens, "tgt_in_tokens": tgt_in_tokens, "tgt_out_tokens": tgt_out_tokens}
+    rows, cols = KIND_AXES[kind]
+    return list(tokens[rows]), list(tokens[cols])
 
 
 def attention_figures(
@@ -307,6 +313,8 @@ def figure_to_array(fig: Figure) -> np.ndarray:
 
 
 __all__ = [
+    "KIND_AXES",
+    "KIND_TITLES",
     "MODEL_COLORS",
     "attention_card",
     "attention_cards",

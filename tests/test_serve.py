@@ -1,0 +1,299 @@
+"""The web app's JSON API (minitrans.serve) through FastAPI's test client, and scripts/serve.py:
+translations are the Translator's, attention has the model's shapes, every bad request is a 4xx
+with one line of JSON, the size caps hold, and model access is serialised."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("fastapi", reason='the web app\'s extra is not installed: pip install -e ".[demo]"')
+pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+from test_translate import SRC, build_checkpoint  # noqa: E402
+
+from minitrans.serve import Limits, ServedModel, create_app  # noqa: E402
+from minitrans.translate import Translator  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVE = ROOT / "scripts" / "serve.py"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """Tiny untrained models of each family (2 heads, 1 encoder + 2 decoder layers), as run folders."""
+    root = tmp_path_factory.mktemp("serve")
+    folders = {}
+    for kind in ("transformer", "rnn_attention", "rnn"):
+        folders[kind] = root / kind
+        build_checkpoint(folders[kind] / "checkpoints" / "best.pt", kind, max_len=32)
+    return folders
+
+
+@pytest.fixture(scope="module")
+def models(runs) -> dict[str, ServedModel]:
+    return {kind: ServedModel.load(folder, "cpu") for kind, folder in runs.items()}
+
+
+@pytest.fixture(scope="module")
+def client(models) -> TestClient:
+    app = create_app([models["transformer"], models["rnn"]], Limits(max_sentences=4, max_chars=200, max_beam=5))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def post(client: TestClient, **body):
+    return client.post("/translate", json=body)
+
+
+def assert_one_line_error(response, status: int, *fragments: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert list(body) == ["error"] and "\n" not in body["error"] and body["error"]
+    assert "Traceback" not in response.text
+    for fragment in fragments:
+        assert fragment in body["error"]
+
+
+# -- translation ----------------------------------------------------------------------------
+def test_translations_are_the_translators_for_every_model_in_order(client, runs):
+    sentences = [SRC[0], "", SRC[1]]
+    for beam in (1, 3):
+        body = post(client, sentences=sentences, beam=beam).json()
+        assert [m["name"] for m in body["models"]] == ["transformer", "rnn"]
+        for answer, kind in zip(body["models"], ("transformer", "rnn")):
+            expected = Translator.from_checkpoint(runs[kind], "cpu").translate(sentences, beam=beam)
+            got = [t["translation"] for t in answer["translations"]]
+            assert got == expected and got[1] == "" and all(got[::2])
+            assert [t["source"] for t in answer["translations"]] == sentences
+            assert all(t["attention"] is None for t in answer["translations"])  # not asked for
+            assert all(t["hypotheses"][0]["translation"] == t["translation"] for t in answer["translations"])
+
+
+def test_one_model_can_be_picked_by_name(client):
+    body = post(client, sentences=[SRC[0]], models=["rnn"]).json()
+    assert [m["name"] for m in body["models"]] == ["rnn"]
+    assert_one_line_error(post(client, sentences=[SRC[0]], models=["nope"]), 422, "no model named 'nope'")
+
+
+def test_info_describes_each_models_attention(client):
+    info = client.get("/info").json()
+    assert [(m["name"], m["kind"]) for m in info["models"]] == [("transformer", "transformer"), ("rnn", "rnn")]
+    assert info["models"][0]["attention"] == {
+        "enc_self": {"layers": 1, "heads": 2},
+        "dec_self": {"layers": 2, "heads": 2},
+        "cross": {"layers": 2, "heads": 2},
+    }
+    assert info["models"][1]["attention"] == {}  # one context vector C: nothing to draw
+    assert info["limits"] == {"max_sentences": 4, "max_chars": 200, "max_beam": 5}
+
+
+# -- attention ------------------------------------------------------------------------------
+def test_attention_has_a_map_per_kind_layer_and_head_shaped_by_its_tokens(client):
+    body = post(client, sentences=[SRC[2], "  "], attention=True).json()
+    transformer, rnn = body["models"]
+    result = transformer["translations"][0]
+    attention = result["attention"]
+    src, tgt_in, tgt_out = attention["src_tokens"], attention["tgt_in_tokens"], attention["tgt_out_tokens"]
+    assert src[-1] == "</s>" and tgt_in[0] == "<s>" and tgt_out[-1] == "</s>" and tgt_in[1:] == tgt_out[:-1]
+    assert attention["axes"] == {
+        "enc_self": ["src_tokens", "src_tokens"],
+        "dec_self": ["tgt_in_tokens", "tgt_in_tokens"],
+        "cross": ["tgt_out_tokens", "src_tokens"],
+    }
+    layers = {"enc_self": 1, "dec_self": 2, "cross": 2}
+    for kind, maps in attention["maps"].items():
+        rows, cols = (len(attention[axis]) for axis in attention["axes"][kind])
+        assert len(maps) == layers[kind]
+        for layer in maps:
+            assert len(layer) == 2  # heads
+            for head in layer:
+                assert len(head) == rows and all(len(row) == cols for row in head)
+                assert all(abs(sum(row) - 1) < 1e-3 for row in head)  # softmax rows, rounded to 4 decimals
+                if kind == "dec_self":  # masked: nothing from the future
+                    assert all(w == 0 for r, row in enumerate(head) for w in row[r + 1 :])
+    assert transformer["translations"][1]["attention"] is None  # a blank sentence has nothing to draw
+    assert rnn["translations"][0]["attention"]["maps"] == {}
+
+
+def test_attention_is_the_translators_own_export(models, runs):
+    """The API's maps are Translator.attention of the translation it returned, rounded."""
+    app = create_app([models["rnn_attention"]])
+    with TestClient(app) as client:
+        result = post(client, sentences=[SRC[1]], attention=True, beam=2).json()["models"][0]["translations"][0]
+    translator = models["rnn_attention"].translator
+    ids = translator.translate_encoded(translator.encode([SRC[1]]), 2)[0]
+    expected = translator.attention(translator.encode([SRC[1]])[0], ids)
+    assert list(result["attention"]["maps"]) == ["cross"]
+    got = result["attention"]["maps"]["cross"]
+    assert len(got) == 1 and len(got[0]) == 1  # one layer, one "head": the additive alignment
+    torch.testing.assert_close(
+        torch.tensor(got[0][0], dtype=torch.float64), expected.maps["cross"][0][0].double(), atol=6e-5, rtol=0
+    )
+    assert result["attention"]["src_tokens"] == expected.src_tokens
+
+
+def test_a_sentence_cut_to_the_models_length_comes_with_a_warning(client):
+    long = " ".join([SRC[0]] * 12)
+    body = post(client, sentences=[long[:200]], models=["transformer"], attention=True).json()
+    warnings = body["models"][0]["warnings"]
+    assert len(warnings) == 1 and "sentence 1 has" in warnings[0]
+    attention = body["models"][0]["translations"][0]["attention"]
+    assert len(attention["src_tokens"]) == 32  # the model's max_len
+
+
+# -- errors and limits ----------------------------------------------------------------------
+def test_bad_requests_get_a_4xx_with_one_line_of_json(client):
+    assert_one_line_error(client.post("/translate", json={}), 422, "sentences", "required")
+    assert_one_line_error(post(client, sentences="a sentence"), 422, "sentences")
+    assert_one_line_error(post(client, sentences=[1, 2]), 422, "sentences.0")
+    assert_one_line_error(post(client, sentences=[]), 422, "at least one sentence")
+    assert_one_line_error(post(client, sentences=["x"], beam=0), 422, "beam")
+    assert_one_line_error(post(client, sentences=["x"], length_penalty=-1), 422, "length_penalty")
+    assert_one_line_error(post(client, sentences=["x"], bean=3), 422, "bean")
+    assert_one_line_error(post(client, sentences=["x"], beam=2, nbest=3), 422, "nbest 3 is more than beam 2")
+    assert_one_line_error(post(client, sentences=["x"], beam=2, nbest=2), 422, "nbest")
+    headers = {"content-type": "application/json"}
+    assert_one_line_error(client.post("/translate", content=b'{"sentences": [', headers=headers), 422, "JSON")
+    assert_one_line_error(client.post("/translate", content=b"\xff\xfe", headers=headers), 422)
+    assert_one_line_error(client.get("/translate"), 405)
+    assert_one_line_error(client.get("/nowhere"), 404)
+
+
+def test_requests_over_the_limits_get_413_saying_which_limit(client):
+    assert_one_line_error(post(client, sentences=["x"] * 5), 413, "5 sentences", "at most 4")
+    assert_one_line_error(post(client, sentences=["ok", "y" * 201]), 413, "sentence 2 has 201 characters", "200")
+    assert_one_line_error(post(client, sentences=["x"], beam=6), 413, "beam 6", "at most 5")
+    body = json.dumps({"sentences": ["x"], "padding": "z" * 1_000_001})
+    response = client.post("/translate", content=body, headers={"content-type": "application/json"})
+    assert_one_line_error(response, 413, "bytes")
+
+
+def test_an_unexpected_failure_is_a_500_with_one_line_and_no_traceback(models, monkeypatch):
+    translator = models["transformer"].translator
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("secret internals\nline two")
+
+    monkeypatch.setattr(translator, "translate_encoded", broken)
+    with TestClient(create_app([models["transformer"]]), raise_server_exceptions=False) as client:
+        response = post(client, sentences=["x"])
+    assert_one_line_error(response, 500, "internal error (RuntimeError)")
+    assert "secret" not in response.text
+
+
+def test_concurrent_requests_are_served_one_at_a_time_and_correctly(models, monkeypatch):
+    translator = models["transformer"].translator
+    original, active, most = translator.translate_encoded, [0], [0]
+    guard = threading.Lock()
+
+    def tracked(*args, **kwargs):
+        with guard:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.02)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            with guard:
+                active[0] -= 1
+
+    monkeypatch.setattr(translator, "translate_encoded", tracked)
+    expected = {s: translator.translate([s])[0] for s in SRC[:3]}
+    with TestClient(create_app([models["transformer"]])) as client:
+        with ThreadPoolExecutor(6) as pool:
+            replies = list(pool.map(lambda s: (s, post(client, sentences=[s]).json()), SRC[:3] * 4))
+    assert most[0] == 1
+    for sentence, reply in replies:
+        assert reply["models"][0]["translations"][0]["translation"] == expected[sentence]
+
+
+def test_the_page_is_served_and_calls_the_api(client):
+    response = client.get("/")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    assert "minitrans" in response.text and 'fetch("translate"' in response.text and 'fetch("info")' in response.text
+
+
+def test_model_names_must_differ(models):
+    with pytest.raises(ValueError, match="must differ"):
+        create_app([models["rnn"], models["rnn"]])
+
+
+# -- scripts/serve.py -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("serve_script", SERVE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def error_lines(capsys) -> list[str]:
+    return capsys.readouterr().err.strip().splitlines()
+
+
+def test_script_without_the_web_extra_says_how_to_install_it(script, runs, monkeypatch, capsys):
+    monkeypatch.delitem(sys.modules, "minitrans.serve")
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if it were not installed
+    assert script.main([str(runs["rnn"]), "--port", "0"]) == 1
+    assert error_lines(capsys) == ['error: the web app needs fastapi: pip install -e ".[demo]"']
+
+
+def test_script_refuses_a_missing_or_bad_checkpoint_in_one_line(script, tmp_path, capsys):
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
+    for path, message in ((tmp_path / "missing", "no checkpoint at"), (tmp_path / "bad.pt", "truncated or corrupt")):
+        assert script.main([str(path), "--port", "0"]) == 1
+        lines = error_lines(capsys)
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["a", "b", "c"])
+    assert exit_info.value.code == 2 and "one run, or two" in capsys.readouterr().err
+
+
+def test_script_refuses_a_busy_port_in_one_line(script, runs, capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert script.main([str(runs["rnn"]), "--port", str(busy.getsockname()[1])]) == 1
+    lines = error_lines(capsys)
+    assert len(lines) == 1 and lines[0].startswith("error: cannot listen on 127.0.0.1:")
+
+
+@pytest.mark.slow
+def test_script_serves_two_runs_on_localhost_until_ctrl_c(runs):
+    process = subprocess.Popen(
+        [sys.executable, str(SERVE), str(runs["transformer"]), str(runs["rnn"]), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        line = process.stdout.readline().strip()
+        assert line.startswith("minitrans: serving transformer (transformer) and rnn (rnn) at http://127.0.0.1:")
+        url = line.split(" at ")[1].split()[0]
+        request = urllib.request.Request(
+            url + "/translate", json.dumps({"sentences": [SRC[0]]}).encode(), {"content-type": "application/json"}
+        )
+        reply = json.load(urllib.request.urlopen(request, timeout=30))
+        assert [m["name"] for m in reply["models"]] == ["transformer", "rnn"]
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+    finally:
+        process.kill()
+        process.wait()

@@ -1,0 +1,137 @@
+"""The web page in a real browser: headless Chromium from the operating system's packages
+(``apt-get install chromium chromium-driver``), driven by Selenium. It loads the page, submits a
+sentence, and checks that both models' translations and an attention picture appear, that
+hovering a cell reads its weight, and that the fixed-context RNN explains why it has no picture.
+Skipped, with the reason, where Chromium, its driver or Selenium is missing."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import threading
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.slow  # starts Chromium and its driver: processes
+
+pytest.importorskip("fastapi", reason='the web app\'s extra is not installed: pip install -e ".[demo]"')
+pytest.importorskip("selenium", reason="selenium is not installed (it is in the dev extra)")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+if not (CHROMIUM and CHROMEDRIVER):
+    pytest.skip("no Chromium here: apt-get install chromium chromium-driver", allow_module_level=True)
+
+import uvicorn  # noqa: E402
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+from test_translate import SRC, build_checkpoint  # noqa: E402
+
+from minitrans.serve import ServedModel, create_app  # noqa: E402
+
+HEADLESS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1400,1000",
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app over a tiny Transformer and a tiny fixed-context RNN, served on a free local port."""
+    root = tmp_path_factory.mktemp("browser")
+    models = []
+    for kind in ("transformer", "rnn"):
+        build_checkpoint(root / kind / "checkpoints" / "best.pt", kind, max_len=32)
+        models.append(ServedModel.load(root / kind, "cpu"))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(models), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        WebDriverWait(None, 30, poll_frequency=0.05).until(lambda _: server.started)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in HEADLESS:
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def api_translations(url: str, sentence: str) -> list[str]:
+    request = urllib.request.Request(
+        url + "/translate", json.dumps({"sentences": [sentence]}).encode(), {"content-type": "application/json"}
+    )
+    reply = json.load(urllib.request.urlopen(request, timeout=30))
+    return [model["translations"][0]["translation"] for model in reply["models"]]
+
+
+def test_the_page_translates_a_sentence_and_draws_its_attention(server, browser):
+    browser.get(server + "/")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda b: "transformer" in b.find_element(By.ID, "models").text)
+    browser.find_element(By.ID, "sentences").send_keys(SRC[0])
+    browser.find_element(By.ID, "go").click()
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "svg.heatmap"))
+
+    sections = browser.find_elements(By.CSS_SELECTOR, "section.model")
+    assert [s.find_element(By.TAG_NAME, "h3").text.lower() for s in sections] == [
+        "transformer · transformer",
+        "rnn · rnn",
+    ]
+    shown = [s.find_element(By.CLASS_NAME, "translation").text for s in sections]
+    assert shown == api_translations(server, SRC[0]) and all(shown)
+
+    transformer, rnn = sections
+    # cross-attention by default: 2 decoder layers x 2 heads as small multiples, tokens on the axes
+    maps = transformer.find_elements(By.CSS_SELECTOR, "svg.heatmap")
+    assert len(maps) == 4
+    labels = [t.text for t in maps[0].find_elements(By.TAG_NAME, "text")]
+    assert "</s>" in labels and any(label.startswith("▁") for label in labels)
+    assert "one vector C" in rnn.text and not rnn.find_elements(By.CSS_SELECTOR, "svg.heatmap")
+
+    cell = maps[0].find_elements(By.TAG_NAME, "rect")[0]
+    ActionChains(browser).move_to_element(cell).perform()
+    tip = browser.find_element(By.ID, "tip")
+    wait.until(lambda b: tip.is_displayed())
+    assert re.fullmatch(r".+ → .+: [01]\.\d{3}", tip.text)
+
+    Select(transformer.find_element(By.CSS_SELECTOR, "select.kind")).select_by_value("enc_self")
+    Select(transformer.find_element(By.CSS_SELECTOR, "select.head")).select_by_value("1")
+    wait.until(lambda b: len(transformer.find_elements(By.CSS_SELECTOR, "svg.heatmap")) == 1)  # 1 layer, head 2
+    assert "rows: source pieces, columns: source pieces" in transformer.text
+
+
+def test_the_page_shows_a_bad_request_as_one_line(server, browser):
+    browser.get(server + "/")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda b: "transformer" in b.find_element(By.ID, "models").text)
+    browser.find_element(By.ID, "sentences").send_keys("x" * 1001)
+    browser.find_element(By.ID, "go").click()
+    status = browser.find_element(By.ID, "status")
+    wait.until(lambda b: "error" in status.get_attribute("class"))
+    assert status.text == "error: sentence 1 has 1001 characters; at most 1000 (--max-chars)"
