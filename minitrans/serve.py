@@ -8,14 +8,16 @@ heatmaps as SVG) and the API it calls:
     GET  /info        the models (name, kind, attention kinds with their layers and heads), the limits
     POST /translate   {"sentences": [...], "beam": 1, "nbest": 1, "length_penalty": 0.6,
                        "attention": false, "models": null}
-                      -> {"models": [{"name", "kind", "translations": [per sentence: {"source",
-                          "translation", "score", "hypotheses", "attention"}], "warnings"}]}
+                      -> {"models": [{"name", "kind", "warnings", "translations": [per sentence:
+                          {"source", "translation", "score", "log_prob", "hypotheses": [the nbest
+                          best: {"translation", "score", "log_prob", "is_finished"}], "attention"}]}]}
 
 Decoding and attention come from :class:`minitrans.translate.Translator` (its batched greedy or
-beam search, then :meth:`Translator.attention`, which teacher-forces the translation it found):
-there is no second decoding path here. Attention is ``{"src_tokens", "tgt_in_tokens",
-"tgt_out_tokens", "axes": {kind: [row tokens, column tokens]}, "maps": {kind: [layer][head][row][column]}}``,
-weights rounded to 4 decimals.
+beam search with n-best and scores, then :meth:`Translator.attention`, which teacher-forces the
+best translation it found): there is no second decoding path here. ``score`` is what the search
+ranks by (log-probability / length penalty). Attention is ``{"src_tokens", "tgt_in_tokens",
+"tgt_out_tokens", "axes": {kind: [row tokens, column tokens]}, "maps": {kind: [layer][head]
+[row][column]}}``, weights rounded to 4 decimals.
 
 Safe by default: the script binds 127.0.0.1; the number of sentences, their length, the beam and
 the request body are capped (413 with a one-line reason); a bad request is a 4xx with
@@ -82,7 +84,6 @@ class ServedModel:
             "kind": self.kind,
             "params": self.params,
             "attention": self.attention,
-            "nbest": supports_nbest(self.translator),
         }
 
 
@@ -92,13 +93,6 @@ def run_name(path: str | Path) -> str:
     checkpoint = resolve_checkpoint(path)
     folder = checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
     return folder.name if path.is_dir() or checkpoint.stem in ("best", "last", "averaged") else checkpoint.stem
-
-
-def supports_nbest(translator: Translator) -> bool:
-    """Whether this Translator can return several scored hypotheses (the n-best seam)."""
-    import inspect
-
-    return "nbest" in inspect.signature(translator.translate).parameters
 
 
 class TranslateRequest(BaseModel):
@@ -145,26 +139,39 @@ def rounded(maps: torch.Tensor) -> list:
 
 
 def translate_for(model: ServedModel, sentences: Sequence[str], request: TranslateRequest) -> dict:
-    """One model's answer to a request: translations, scores, and attention when asked for."""
+    """One model's answer to a request: translations with their scores (the ``nbest`` best,
+    from the Translator's search), and every attention map of the best when asked for."""
     translator = model.translator
     src_ids = translator.encode(sentences)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        hypotheses = decode(translator, src_ids, request)
+        found = translator.search_encoded(
+            src_ids, request.beam, length_penalty=request.length_penalty, nbest=request.nbest
+        )
     results = []
-    for sentence, ids, hyps in zip(sentences, src_ids, hypotheses):
-        best_ids, best_score = hyps[0]
+    for sentence, ids, hyps in zip(sentences, src_ids, found):
+        hypotheses = [
+            {
+                "translation": translator.decode(hyp.ids),
+                "score": hyp.score,
+                "log_prob": hyp.log_prob,
+                "is_finished": hyp.is_finished,
+            }
+            for hyp in hyps
+        ]  # none for a blank sentence
+        best = hypotheses[0] if hypotheses else {"translation": "", "score": None, "log_prob": None}
         result = {
             "source": sentence,
-            "translation": translator.decode(best_ids),
-            "score": best_score,
-            "hypotheses": [{"translation": translator.decode(h), "score": s} for h, s in hyps],
+            "translation": best["translation"],
+            "score": best["score"],
+            "log_prob": best["log_prob"],
+            "hypotheses": hypotheses,
             "attention": None,
         }
-        if request.attention and sentence.strip():
+        if request.attention and hyps:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # decoding already reported a cut sentence
-                attention = translator.attention(ids, best_ids)
+                warnings.simplefilter("ignore")  # the search already reported a cut sentence
+                attention = translator.attention(ids, hyps[0].ids)
             result["attention"] = {
                 "src_tokens": attention.src_tokens,
                 "tgt_in_tokens": attention.tgt_in_tokens,
@@ -179,16 +186,6 @@ def translate_for(model: ServedModel, sentences: Sequence[str], request: Transla
         "translations": results,
         "warnings": [str(w.message) for w in caught],
     }
-
-
-def decode(translator: Translator, src_ids: list[list[int]], request: TranslateRequest) -> list[list[tuple]]:
-    """Per sentence, its hypotheses best first as (target ids, score or None), from the Translator.
-
-    The n-best seam: the Translator returns only its best translation (no score) until it offers
-    ``nbest``; this is the one place that changes when it does.
-    """
-    hyps = translator.translate_encoded(src_ids, request.beam, length_penalty=request.length_penalty)
-    return [[(ids, None)] for ids in hyps]
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -263,8 +260,6 @@ def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> Fast
             return error(422, str(exc))
         except KeyError as exc:
             return error(422, f"models: no model named {exc.args[0]!r}; serving {sorted(by_name)}")
-        if request.nbest > 1 and not all(supports_nbest(m.translator) for m in chosen):
-            return error(422, "nbest: this Translator returns only its best translation")
         with lock:
             answers = [translate_for(model, request.sentences, request) for model in chosen]
         return JSONResponse({"models": answers})
