@@ -1,0 +1,195 @@
+"""What one training run promises, read back from what it wrote: checkpoint averaging and
+``averaged.pt``, a ``best.pt`` that translates on its own, the learning-rate schedule, the
+``summary.json`` keys and ``translations/*.hyp.txt``, the TensorBoard scalars, nothing
+written outside the run folder and the cache; resuming refuses changed data and
+``trainer.resume=false`` starts afresh; a second Ctrl-C stops at once."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from minitrans.checkpoint import load_checkpoint
+from minitrans.config import ConfigError
+from minitrans.trainer import Trainer, inverse_sqrt_schedule, train
+from minitrans.translate import Translator
+from minitrans.utils import StopRequest
+
+RUN = [
+    "trainer.max_steps=6",
+    "trainer.eval_every=2",  # validations (and step_*.pt) at 2, 4, 6
+    "trainer.log_every=1",
+    "trainer.warmup_steps=3",
+    "trainer.average_last=2",
+    "trainer.lr=0.002",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_config):
+    """One tiny run, trained in process from an empty working folder and an empty home."""
+    root = tmp_path_factory.mktemp("trained")
+    cwd, home, run = root / "cwd", root / "home", root / "run"
+    cwd.mkdir()
+    home.mkdir()
+    cfg = tiny_config(*RUN)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        patch.setenv("HOME", str(home))
+        patch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+        threads = torch.get_num_threads()
+        try:
+            summary = train(cfg, run)
+        finally:
+            torch.set_num_threads(threads)
+    return {"run": run, "cwd": cwd, "home": home, "summary": summary, "cfg": cfg}
+
+
+def scalars(run: Path, tag: str) -> dict[int, float]:
+    events = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    events.Reload()
+    return {event.step: event.value for event in events.Scalars(tag)}
+
+
+def model_of(path: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(path)["model"]
+
+
+# -- what is written, and where ------------------------------------------------------------
+def test_nothing_is_written_outside_the_run_folder(trained):
+    assert list(trained["cwd"].iterdir()) == []
+    assert list(trained["home"].rglob("*")) == []
+    names = {path.name for path in trained["run"].iterdir()}
+    events = {name for name in names if name.startswith("events.out.tfevents.")}
+    assert len(events) == 1
+    assert names - events <= {"tokenizer", "checkpoints", "translations", "summary.json", "train.log", ".hydra"}
+
+
+def test_summary_json_holds_the_documented_figures(trained):
+    summary = json.loads((trained["run"] / "summary.json").read_text())
+    assert summary == json.loads(json.dumps(trained["summary"]))  # the file is what train() returned
+    assert {"test", "valid", "test_splits", "params", "steps", "train_seconds", "weights", "config"} <= set(summary)
+    assert {"bleu", "chrf", "bleu_lowercase", "by_length"} <= set(summary["test"])
+    assert {"bleu", "chrf", "loss"} <= set(summary["valid"])
+    assert set(summary["test_splits"]) == {"test"} and summary["test_splits"]["test"] == summary["test"]
+    assert summary["steps"] == 6 and summary["skipped_steps"] == 0
+    assert summary["weights"] == "average of last 2 checkpoints"
+    assert summary["config"]["trainer"]["average_last"] == 2
+    assert summary["params"] == sum(t.numel() for t in Translator.from_checkpoint(trained["run"]).model.parameters())
+
+
+def test_translations_are_the_final_models_translation_of_the_test_split(trained):
+    """translations/test.hyp.txt, against averaged.pt translating the test sources on its own."""
+    from minitrans.data.corpus import load_split
+
+    cfg = trained["cfg"]
+    sources, _, _ = load_split(cfg.data, "test")
+    lines = (trained["run"] / "translations" / "test.hyp.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == cfg.data.num_test == len(sources)
+    alone = Translator.from_checkpoint(trained["run"] / "checkpoints" / "averaged.pt", device="cpu")
+    assert lines == alone.translate(sources, beam=cfg.trainer.beam_size)
+
+
+# -- checkpoint averaging and best.pt ------------------------------------------------------
+def test_averaged_pt_is_the_mean_of_the_last_n_checkpoints(trained):
+    folder = trained["run"] / "checkpoints"
+    kept = sorted(path.name for path in folder.glob("step_*.pt"))
+    assert kept == ["step_0000004.pt", "step_0000006.pt"]  # only the last average_last are kept
+    steps = [model_of(folder / name) for name in kept]
+    averaged = model_of(folder / "averaged.pt")
+    assert averaged.keys() == steps[0].keys()
+    for name, value in averaged.items():
+        torch.testing.assert_close(value, (steps[0][name].double() + steps[1][name].double()).div(2).to(value.dtype))
+    assert any(not torch.equal(steps[0][name], steps[1][name]) for name in averaged)  # a real average
+    assert Translator.from_checkpoint(trained["run"]).model is not None  # and the run folder resolves to it
+
+
+def test_best_pt_holds_the_best_validations_weights_and_translates_on_its_own(trained, tmp_path):
+    run = trained["run"]
+    bleu = scalars(run, "valid/bleu")
+    assert sorted(bleu) == [2, 4, 6]
+    best_step = max(bleu, key=lambda step: (bleu[step], step))  # ties go to the later checkpoint
+    best = model_of(run / "checkpoints" / "best.pt")
+    if best_step in (4, 6):  # its step_*.pt is still there to compare with
+        reference = model_of(run / "checkpoints" / f"step_{best_step:07d}.pt")
+        assert all(torch.equal(best[name], reference[name]) for name in best)
+    assert load_checkpoint(run / "checkpoints" / "best.pt")["step"] == best_step
+    alone = tmp_path / "elsewhere" / "model.pt"  # no tokenizer folder, no config, no run beside it
+    alone.parent.mkdir()
+    shutil.copy(run / "checkpoints" / "best.pt", alone)
+    translator = Translator.from_checkpoint(alone, device="cpu")
+    assert all(torch.equal(translator.model.state_dict()[name], best[name]) for name in best)
+    outputs = translator.translate(["the man sees the dog .", "", "a woman reads a book ."])
+    assert len(outputs) == 3 and outputs[1] == "" and outputs[0]
+
+
+# -- the learning-rate schedule ------------------------------------------------------------
+def vaswani_lr(peak: float, warmup: int, step: int) -> float:
+    """Vaswani et al. (2017): d^-0.5 · min(step^-0.5, step · warmup^-1.5), scaled to peak at warmup."""
+    return peak * math.sqrt(warmup) * min(step**-0.5, step * warmup**-1.5)
+
+
+@pytest.mark.parametrize("warmup", [1, 3, 400])
+def test_the_schedule_is_vaswanis_formula(warmup):
+    factor = inverse_sqrt_schedule(warmup)
+    for step in [1, 2, warmup - 1, warmup, warmup + 1, 2 * warmup, 10 * warmup, 12345]:
+        if step >= 1:
+            assert factor(step) == pytest.approx(vaswani_lr(1.0, warmup, step), rel=1e-12), step
+    floored = inverse_sqrt_schedule(warmup, min_ratio=0.25)
+    assert floored(100 * warmup) == 0.25 and floored(warmup) == 1.0
+    assert floored(max(warmup // 2, 1)) == pytest.approx(factor(max(warmup // 2, 1)))  # no floor while warming up
+
+
+def test_the_logged_learning_rate_follows_the_schedule(trained):
+    lr = scalars(trained["run"], "train/lr")
+    assert sorted(lr) == [1, 2, 3, 4, 5, 6]
+    for step, value in lr.items():
+        assert value == pytest.approx(vaswani_lr(0.002, 3, step), rel=1e-6), step
+
+
+def test_the_documented_tensorboard_scalars_are_logged(trained):
+    run = trained["run"]
+    rate = scalars(run, "train/tokens_per_second")
+    assert sorted(rate) == [1, 2, 3, 4, 5, 6] and all(value > 0 and math.isfinite(value) for value in rate.values())
+    chrf = scalars(run, "valid/chrf")
+    assert sorted(chrf) == [2, 4, 6] and all(0 <= value <= 100 for value in chrf.values())
+    assert len(set(scalars(run, "train/loss_label_smoothed").values())) > 1
+
+
+# -- resuming ------------------------------------------------------------------------------
+@pytest.mark.parametrize("change", ["data.num_train=100", "data.max_words=9", "data.vocab_size=380"])
+def test_resuming_refuses_changed_training_data(trained, tiny_config, change):
+    key, _, value = change.partition("=")
+    with pytest.raises(ConfigError, match=f"^{re.escape(key)}: .* was trained with .*, not {value}"):
+        Trainer(tiny_config(*RUN, change), trained["run"])
+
+
+def test_resume_false_starts_afresh(trained, tiny_config, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(trained["run"], run)
+    assert Trainer(tiny_config(*RUN, "trainer.max_steps=8"), run).state.step == 6  # resumes by default
+    fresh = Trainer(tiny_config(*RUN, "trainer.max_steps=8", "trainer.resume=false"), run)
+    assert fresh.state.step == 0 and fresh.state.best_bleu < 0
+    # even a model that could not resume from that folder
+    assert Trainer(tiny_config(*RUN, "model.d_model=48", "trainer.resume=false"), run).state.step == 0
+
+
+# -- stopping ------------------------------------------------------------------------------
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_first_signal_asks_to_stop_and_a_second_stops_at_once(sig):
+    before = signal.getsignal(sig)
+    with StopRequest() as stop:
+        os.kill(os.getpid(), sig)
+        assert stop.signal == sig  # noted; the loop finishes its step and checkpoints
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), sig)
+    assert signal.getsignal(sig) is before
