@@ -85,7 +85,11 @@ class _Stepper:
 
 def output_limits(src: Tensor, max_output_ratio: float, max_output_len: int) -> Tensor:
     """Most tokens each sentence may generate (EOS included): ratio · source length + 10, capped."""
-    src_lengths = (src != PAD_ID).sum(dim=1)  # (B,)
+    return length_limits((src != PAD_ID).sum(dim=1), max_output_ratio, max_output_len)  # (B,)
+
+
+def length_limits(src_lengths: Tensor, max_output_ratio: float, max_output_len: int) -> Tensor:
+    """:func:`output_limits` from the source lengths (B,) (EOS included, no padding)."""
     return (src_lengths * max_output_ratio + 10).long().clamp(min=1, max=max_output_len)  # (B,)
 
 
@@ -341,6 +345,7 @@ __all__ = [
     "beam_search_nbest",
     "greedy_decode",
     "greedy_search",
+    "length_limits",
     "length_penalty",
     "output_limits",
     "search",

@@ -5,7 +5,8 @@ The corpus comes from the run's own configuration (stored in the checkpoint): th
 corpus is regenerated from its seed; Multi30k is read from --data-root, else the run's
 data.root, else data/multi30k. Reports BLEU (cased, detokenised, 13a), chrF and lower-cased
 BLEU, and BLEU by source length; writes RUN/eval/{split}.beam{K}.hyp.txt and .json, where RUN
-is the run folder (for a .pt file inside RUN/checkpoints/, that RUN; else the file's folder).
+is the run folder (for a .pt file inside RUN/checkpoints/, that RUN; else the file's folder). A folder
+written by scripts/export.py is scored through CTranslate2 and gets its own eval/.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from minitrans.checkpoint import CheckpointError
 from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, cli_number
+from minitrans.ct2 import is_exported, load_translator
 from minitrans.metrics import bleu_by_length, corpus_scores
-from minitrans.translate import Translator, load_run_split, plain_truncation_warnings, resolve_checkpoint
+from minitrans.translate import load_run_split, plain_truncation_warnings, resolve_checkpoint
 from minitrans.utils import pick_device
 
 
@@ -44,7 +46,7 @@ def signatures(hypotheses: list[str], references: list[str]) -> dict[str, str]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="evaluate.py", description="BLEU and chrF of a checkpoint on a split.")
-    parser.add_argument("checkpoint", help="a run folder or a .pt checkpoint")
+    parser.add_argument("checkpoint", help="a run folder, a .pt checkpoint or a CTranslate2 export (scripts/export.py)")
     parser.add_argument(
         "--split", default="test", help="split name; train/valid/test name the run's own (default test)"
     )
@@ -80,12 +82,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        checkpoint = resolve_checkpoint(args.checkpoint)
+        exported = is_exported(args.checkpoint)  # a CTranslate2 export writes into its own eval/
+        checkpoint = Path(args.checkpoint) / "model.bin" if exported else resolve_checkpoint(args.checkpoint)
         try:
             device = pick_device(args.device)
         except ValueError:
             raise CheckpointError(f"--device {args.device}: no such device on this machine") from None
-        translator = Translator.from_checkpoint(checkpoint, device)
+        translator = load_translator(args.checkpoint if exported else checkpoint, device)
         sources, references, split = load_run_split(translator.config, args.split, args.data_root)
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 Sentences come from the arguments, else ``--input FILE`` ("-" for stdin), else stdin when it is
 piped, else an interactive prompt. One output line per input line, in order. RUN_OR_CHECKPOINT
-is a .pt file or a run folder (its checkpoints/averaged.pt, else best.pt, else last.pt).
+is a .pt file or a run folder (its checkpoints/averaged.pt, else best.pt, else last.pt), or a folder
+written by scripts/export.py, which CTranslate2 then translates with (same flags; no attention maps).
 
 Thin by design: reading and writing text here, everything else in ``minitrans.translate``.
 """
@@ -19,6 +20,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from minitrans.checkpoint import CheckpointError
 from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, MAX_POSITIONS, cli_number
+from minitrans.ct2 import load_translator
 from minitrans.translate import (
     InputError,
     Translator,
@@ -34,7 +36,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="translate.py", description="Translate sentences with a minitrans checkpoint (one line in, one line out)."
     )
-    parser.add_argument("checkpoint", help="a run folder or a .pt checkpoint")
+    parser.add_argument("checkpoint", help="a run folder, a .pt checkpoint or a CTranslate2 export (scripts/export.py)")
     parser.add_argument("sentences", nargs="*", help="sentences to translate (default: --input, stdin or a prompt)")
     parser.add_argument("-i", "--input", help="read sentences from this UTF-8 file, one per line ('-' for stdin)")
     parser.add_argument("-o", "--output", help="write translations to this file (default: stdout)")
@@ -126,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             device = pick_device(args.device)
         except ValueError:
             raise InputError(f"--device {args.device}: no such device on this machine") from None
-        translator = Translator.from_checkpoint(args.checkpoint, device)
+        translator = load_translator(args.checkpoint, device)  # a CTranslate2 export or a checkpoint
         if sentences is None:
             interactive(translator, args, options)
             return 0

@@ -1,0 +1,260 @@
+"""Export to CTranslate2: the engine's outputs equal ours on tiny models of every shape we export,
+what it cannot represent is refused in one line, and the scripts take an exported folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import torch
+
+from minitrans.checkpoint import save_checkpoint
+from minitrans.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.ct2 import Ct2Error, Ct2Translator, is_exported, load_translator
+from minitrans.export import ExportError, check_exportable, export_ctranslate2
+from minitrans.models import build_model
+from minitrans.tokenizer import EOS_ID, Tokenizer
+from minitrans.translate import Translator
+
+ROOT = Path(__file__).resolve().parents[1]
+HAS_CT2 = importlib.util.find_spec("ctranslate2") is not None
+needs_ct2 = pytest.mark.skipif(not HAS_CT2, reason="ctranslate2 is not installed (pip install 'minitrans[export]')")
+
+SRC = ["ein mann fährt fahrrad .", "eine frau liest ein buch .", "zwei hunde spielen im park ."]
+TGT = ["a man rides a bike .", "a woman reads a book .", "two dogs play in the park ."]
+WORDS = "ein mann frau hund zwei spielen park buch liest fährt fahrrad im eine .".split()
+random.seed(0)
+SENTENCES = [" ".join(random.choices(WORDS, k=random.randint(1, 9))) for _ in range(40)] + ["", "  "]
+
+# Every shape the exporter maps differently; the EOS bias spreads output lengths from 0 to the limit.
+VARIANTS = {
+    "pre-norm, shared and tied embeddings": ({}, 2.0),
+    "post-norm": ({"norm_first": False}, 2.0),
+    "d_k != d_model / num_heads": ({"num_heads": 3, "d_k": 8}, 2.0),
+    "separate vocabularies, nothing shared": ({"share_embeddings": False, "tie_output": False, "joint": False}, 0.5),
+}
+
+
+def build_checkpoint(path: Path, eos_bias: float = 2.0, joint: bool = True, kind: str = "transformer", **model) -> Path:
+    """A small untrained model saved as the trainer saves best.pt; ``eos_bias`` is added to EOS's
+    output bias so that untrained outputs end at varied lengths, not only at the length limit."""
+    tokenizer = Tokenizer.train(SRC, TGT, vocab_size=300, joint=joint)
+    if kind == "transformer":
+        sizes = dict(d_model=16, num_heads=2, d_ff=32, num_encoder_layers=2, num_decoder_layers=2, max_len=64)
+        model_cfg = TransformerConfig(**{**sizes, "dropout": 0.0, **model})
+    else:
+        model_cfg = RNNConfig(kind=kind, d_embed=16, d_hidden=16, dropout=0.0)
+    data = DataConfig(name="multi30k", src_lang="de", tgt_lang="en", joint_vocab=joint)
+    torch.manual_seed(0)
+    net = build_model(model_cfg, tokenizer)
+    if kind == "transformer":
+        with torch.no_grad():
+            net.output.bias[EOS_ID] += eos_bias
+    payload = {"config": asdict(TrainConfig(model=model_cfg, data=data)), "tokenizer": tokenizer.to_state()}
+    save_checkpoint({**payload, "model": net.state_dict(), "step": 0}, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("export")
+    run = folder / "run"
+    build_checkpoint(run / "checkpoints" / "best.pt")
+    if HAS_CT2:
+        export_ctranslate2(run, folder / "ct2")
+    return run, folder / "ct2"
+
+
+# -- equivalence ------------------------------------------------------------------------------
+@needs_ct2
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_ctranslate2_translates_exactly_as_our_decoder(tmp_path, variant):
+    model, eos_bias = VARIANTS[variant]
+    checkpoint = build_checkpoint(tmp_path / "best.pt", eos_bias, **model)
+    ours = Translator.from_checkpoint(checkpoint, "cpu")
+    engine = Ct2Translator.from_folder(export_ctranslate2(checkpoint, tmp_path / "ct2"), threads=1)
+    src_ids = ours.encode(SENTENCES)
+    for beam in (1, 3, 5):
+        expected = ours.translate_encoded(src_ids, beam)
+        assert engine.translate_encoded(src_ids, beam) == expected, (variant, beam)
+        if beam == 1:  # the comparison means something: outputs end early, late and at the limit
+            assert len({len(ids) for ids in expected}) >= 5, sorted(len(ids) for ids in expected)
+    assert engine.translate(SENTENCES, beam=2, length_penalty=0.0) == ours.translate(SENTENCES, 2, length_penalty=0.0)
+
+
+@needs_ct2
+def test_nbest_hypotheses_scores_and_alignments_match_ours(exported):
+    run, folder = exported
+    ours, engine = Translator.from_checkpoint(run, "cpu"), load_translator(folder, "cpu")
+    src_ids = ours.encode(SENTENCES)
+    cut = []
+    for beam, nbest in ((1, 1), (4, 3)):
+        expected = ours.search_encoded(src_ids, beam, nbest=nbest)
+        found = engine.search_encoded(src_ids, beam, nbest=nbest)
+        assert [[h.ids for h in hyps] for hyps in found] == [[h.ids for h in hyps] for hyps in expected]
+        assert [[h.is_finished for h in hyps] for hyps in found] == [[h.is_finished for h in hyps] for hyps in expected]
+        for hyps, ref in zip(found, expected):
+            assert [h.log_prob for h in hyps] == pytest.approx([h.log_prob for h in ref], abs=1e-3)
+            assert [h.score for h in hyps] == pytest.approx([h.score for h in ref], abs=1e-3)
+        cut += [not hyp.is_finished for hyps in found for hyp in hyps]
+    assert any(cut) and not all(cut)  # some end with EOS, some at the length limit
+    described = engine.translate(SENTENCES[:10], beam=4, nbest=2)
+    reference = ours.translate(SENTENCES[:10], beam=4, nbest=2)
+    for got, want in zip(described, reference):
+        assert [(t.text, t.pieces, t.alignment, t.is_finished) for t in got] == [
+            (t.text, t.pieces, t.alignment, t.is_finished) for t in want
+        ]
+    with pytest.raises(ValueError, match="nbest must be between 1 and the beam size 2"):
+        engine.search_encoded(src_ids, beam=2, nbest=3)
+    with pytest.raises(Ct2Error, match="forced scoring needs the PyTorch checkpoint"):
+        engine.score(SENTENCES[:1], ["a man"])
+
+
+@needs_ct2
+def test_int8_export_is_smaller_and_still_translates(exported, tmp_path):
+    run, folder = exported
+    int8 = export_ctranslate2(run, tmp_path / "int8", quantization="int8")
+    assert (int8 / "model.bin").stat().st_size < 0.6 * (folder / "model.bin").stat().st_size
+    assert json.loads((int8 / "minitrans.json").read_text())["quantization"] == "int8"
+    outputs = load_translator(int8, "cpu").translate(SENTENCES, beam=2)
+    assert len(outputs) == len(SENTENCES) and outputs[-1] == ""
+
+
+@needs_ct2
+def test_the_exported_folder_is_self_contained(exported, tmp_path):
+    run, folder = exported
+    copy = tmp_path / "moved"
+    copy.mkdir()
+    for path in folder.iterdir():
+        (copy / path.name).write_bytes(path.read_bytes())
+    assert is_exported(copy) and not is_exported(run)
+    engine = load_translator(copy, "cpu")
+    assert isinstance(engine, Ct2Translator) and engine.config["model"]["d_model"] == 16
+    assert engine.translate(SENTENCES[:5]) == Translator.from_checkpoint(run, "cpu").translate(SENTENCES[:5])
+
+
+# -- refusals ---------------------------------------------------------------------------------
+def test_what_the_engine_cannot_represent_is_refused_in_one_line(tmp_path):
+    tokenizer = Tokenizer.train(SRC, TGT, vocab_size=300)
+    for model_cfg, message in (
+        (RNNConfig(kind="rnn"), r"cannot export a FixedContextRNN: CTranslate2 runs Transformers only"),
+        (RNNConfig(kind="rnn_attention"), r"cannot export a AttentionRNN"),
+        (TransformerConfig(d_model=16, num_heads=2, d_k=8, d_v=4), r"d_v=4 different from d_k=8"),
+    ):
+        with pytest.raises(ExportError, match=message) as error:
+            check_exportable(build_model(model_cfg, tokenizer))
+        assert "\n" not in str(error.value)
+
+
+@needs_ct2
+def test_export_refuses_an_existing_folder_an_rnn_and_a_bad_quantization(exported, tmp_path):
+    run, folder = exported
+    before = (folder / "model.bin").read_bytes()
+    with pytest.raises(ExportError, match="already exists"):
+        export_ctranslate2(run, folder)
+    with pytest.raises(ExportError, match="unknown quantization 'int3'"):
+        export_ctranslate2(run, tmp_path / "q", quantization="int3")
+    with pytest.raises(ExportError, match="Transformers only"):
+        export_ctranslate2(build_checkpoint(tmp_path / "rnn.pt", kind="rnn"), tmp_path / "rnn")
+    assert (folder / "model.bin").read_bytes() == before and not (tmp_path / "rnn").exists()
+    export_ctranslate2(run, folder, force=True)  # --force replaces it
+    assert is_exported(folder)
+
+
+def test_without_ctranslate2_export_and_translate_say_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import ctranslate2 -> ImportError
+    run = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt").parents[1]
+    with pytest.raises(Ct2Error, match=r"ctranslate2 is not installed: pip install 'minitrans\[export\]'"):
+        export_ctranslate2(run, tmp_path / "out")
+    (tmp_path / "fake").mkdir()
+    (tmp_path / "fake" / "minitrans.json").write_text("{}")
+    with pytest.raises(Ct2Error, match="ctranslate2 is not installed"):
+        load_translator(tmp_path / "fake", "cpu")
+
+
+@needs_ct2
+def test_a_broken_export_is_one_error(exported, tmp_path):
+    run, folder = exported
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "minitrans.json").write_text("{not json")
+    with pytest.raises(Ct2Error, match="is not a usable export"):
+        load_translator(broken, "cpu")
+    for path in folder.iterdir():
+        if path.name != "model.bin":
+            (broken / path.name).write_bytes(path.read_bytes())
+    with pytest.raises(Ct2Error, match="CTranslate2 cannot load it"):
+        load_translator(broken, "cpu")
+    with pytest.raises(Ct2Error, match="attention maps need the PyTorch checkpoint"):
+        load_translator(folder, "cpu").attention_maps([4, 5, EOS_ID], [6])
+
+
+# -- scripts ----------------------------------------------------------------------------------
+def run_script(name: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / name), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=120,
+    )
+
+
+@needs_ct2
+@pytest.mark.slow
+def test_scripts_export_translate_and_evaluate_through_the_folder(exported, tmp_path):
+    run, _ = exported
+    out = tmp_path / "cli"
+    done = run_script("export.py", str(run), "--to", "ctranslate2", str(out), "--quantization", "int16")
+    assert done.returncode == 0 and "exported" in done.stdout, done.stderr
+    again = run_script("export.py", str(run), "--to", "ctranslate2", str(out))
+    assert again.returncode == 1 and again.stderr.count("\n") == 1 and "already exists" in again.stderr
+
+    text = "\n".join(SENTENCES[:6]) + "\n"
+    ours = run_script("translate.py", str(run), "--beam", "3", input=text)
+    theirs = run_script("translate.py", str(out), "--beam", "3", input=text)
+    assert theirs.returncode == 0 and theirs.stdout.count("\n") == 6, theirs.stderr
+    float32 = tmp_path / "f32"
+    export_ctranslate2(run, float32)
+    assert run_script("translate.py", str(float32), "--beam", "3", input=text).stdout == ours.stdout
+
+    refs = tmp_path / "data"
+    refs.mkdir()
+    import gzip
+
+    for lang, lines in (("de", SRC), ("en", TGT)):
+        for split in ("train", "val", "test_2016_flickr"):
+            with gzip.open(refs / f"{split}.{lang}.gz", "wt", encoding="utf-8") as handle:
+                handle.write("\n".join(lines) + "\n")
+    scored = run_script("evaluate.py", str(float32), "--split", "test_2016_flickr", "--data-root", str(refs))
+    assert scored.returncode == 0, scored.stderr
+    report = json.loads((float32 / "eval" / "test_2016_flickr.beam1.json").read_text())
+    assert report["sentences"] == 3 and "bleu" in report
+
+
+@pytest.mark.slow
+def test_export_script_without_ctranslate2_is_one_line(tmp_path):
+    run = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt").parents[1]
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "ctranslate2.py").write_text("raise ImportError('blocked for this test')\n")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "export.py"), str(run), "--to", "ctranslate2", str(tmp_path / "o")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": f"{blocker}:{ROOT}"},
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert (
+        done.stderr
+        == "error: ctranslate2 is not installed: pip install 'minitrans[export]' (or: pip install ctranslate2)\n"
+    )
