@@ -115,15 +115,15 @@ def check_decoding(beam: int, length_penalty: float, max_output_ratio: float, ke
 
 @dataclass
 class TransformerConfig:
-    kind: str = "transformer"
-    d_model: int = 256
-    num_heads: int = 4
+    kind: str = "transformer"  # which model: transformer (model=rnn / rnn_attention pick the baselines)
+    d_model: int = 256  # width of the embeddings and of every layer's input and output
+    num_heads: int = 4  # attention heads per layer
     d_k: int | None = None  # per-head key/query width; None -> d_model // num_heads
     d_v: int | None = None  # per-head value width; None -> d_k
-    d_ff: int = 1024
-    num_encoder_layers: int = 3
-    num_decoder_layers: int = 3
-    dropout: float = 0.1
+    d_ff: int = 1024  # width of the feed-forward layer inside each block
+    num_encoder_layers: int = 3  # encoder blocks
+    num_decoder_layers: int = 3  # decoder blocks
+    dropout: float = 0.1  # dropout on embeddings, attention weights and sub-layer outputs
     norm_first: bool = True  # pre-norm; False gives the original post-norm
     max_len: int = 256  # positions the model can take, source or target
     share_embeddings: bool = True  # one embedding table for source and target (needs a joint vocabulary)
@@ -160,12 +160,12 @@ class TransformerConfig:
 @dataclass
 class RNNConfig:
     kind: str = "rnn"  # "rnn": fixed context C; "rnn_attention": additive attention
-    d_embed: int = 256
-    d_hidden: int = 512
-    num_layers: int = 1
-    bidirectional: bool = True
-    dropout: float = 0.1
-    tie_embeddings: bool = False
+    d_embed: int = 256  # width of the word embeddings
+    d_hidden: int = 512  # GRU state width (per direction in the encoder)
+    num_layers: int = 1  # stacked GRU layers
+    bidirectional: bool = True  # read the source both ways
+    dropout: float = 0.1  # dropout between layers and on embeddings
+    tie_embeddings: bool = False  # output projection shares the target embedding
     d_attention: int | None = None  # rnn_attention only; None -> d_hidden
     max_len: int = 256  # longest source or target the decoders are asked to handle
 
@@ -183,21 +183,21 @@ class RNNConfig:
 @dataclass
 class DataConfig:
     name: str = "generated"  # "generated" (embedded grammar) or "multi30k"
-    src_lang: str = "en"
-    tgt_lang: str = "de"
+    src_lang: str = "en"  # source language code (multi30k: en, de, fr, cs)
+    tgt_lang: str = "de"  # target language code
     root: str | None = None  # multi30k: folder of prepared files; None -> data/multi30k
-    train_split: str = "train"
-    valid_split: str = "valid"
-    test_splits: list[str] = field(default_factory=lambda: ["test"])
+    train_split: str = "train"  # split to train on
+    valid_split: str = "valid"  # split for validation loss, BLEU and the TensorBoard samples
+    test_splits: list[str] = field(default_factory=lambda: ["test"])  # splits scored at the end
     # generated corpus sizes
-    num_train: int = 30000
-    num_valid: int = 500
-    num_test: int = 1000
-    min_words: int = 4
-    max_words: int = 55
-    corpus_seed: int = 1234
+    num_train: int = 30000  # generated corpus: training pairs
+    num_valid: int = 500  # generated corpus: validation pairs
+    num_test: int = 1000  # generated corpus: test pairs
+    min_words: int = 4  # generated corpus: shortest source sentence, in words
+    max_words: int = 55  # generated corpus: longest source sentence, in words
+    corpus_seed: int = 1234  # generated corpus: its random seed (the same seed gives the same corpus)
     # tokenizer
-    vocab_size: int = 2000
+    vocab_size: int = 2000  # SentencePiece vocabulary size (per language unless joint_vocab)
     spm_model_type: str = "unigram"  # sentencepiece: unigram or bpe
     joint_vocab: bool = True  # one vocabulary for both languages
     max_tokens: int = 128  # training pairs longer than this (in subwords) are dropped
@@ -228,19 +228,19 @@ class TrainerConfig:
     max_minutes: float | None = None  # wall-clock budget for training (not evaluation)
     batch_tokens: int = 4096  # source + target subwords per batch, before padding
     lr: float = 1e-3  # peak learning rate, reached after warmup_steps
-    warmup_steps: int = 400
+    warmup_steps: int = 400  # steps of linear warm-up, then inverse-square-root decay
     min_lr_ratio: float = 0.0  # floor of the inverse-square-root decay, as a fraction of lr
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
-    weight_decay: float = 0.0
-    label_smoothing: float = 0.1
-    clip_grad_norm: float = 1.0
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.98])  # Adam's beta1, beta2
+    weight_decay: float = 0.0  # Adam's L2 weight decay
+    label_smoothing: float = 0.1  # training loss: label-smoothed cross-entropy (0 = plain)
+    clip_grad_norm: float = 1.0  # clip the gradient's global norm to this
     eval_every: int = 500  # steps between validations (each also writes checkpoints/last.pt)
     checkpoint_every: int | None = None  # steps between checkpoints/last.pt; None -> eval_every
     eval_sentences: int = 200  # validation sentences translated for BLEU at each validation
-    log_every: int = 50
+    log_every: int = 50  # steps between training-loss points in TensorBoard
     sample_sentences: int = 3  # fixed validation sentences shown as translations and attention maps
     beam_size: int = 1  # for the final test evaluation; 1 = greedy
-    length_penalty: float = 0.6
+    length_penalty: float = 0.6  # beam search's length normalisation alpha (GNMT)
     max_output_ratio: float = 1.5  # output length limit: ratio * source length + 10
     average_last: int = 1  # average the weights of the last N checkpoints for the final model
     device: str = "auto"  # auto | cpu | cuda | mps
@@ -294,7 +294,7 @@ class TrainConfig:
     model: Any = MISSING  # typed by the chosen model/*.yaml, which extends a schema below
     data: DataConfig = field(default_factory=DataConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    seed: int = 0
+    seed: int = 0  # random seed of initialisation, dropout and batch order
     name: str | None = None  # a label for the run in summaries and comparisons; None -> model kind
 
     def __post_init__(self) -> None:
@@ -310,10 +310,15 @@ def register_configs() -> None:
 
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
-    store.store(group="model", name="transformer_schema", node=TransformerConfig)
-    store.store(group="model", name="rnn_schema", node=RNNConfig)
-    store.store(group="data", name="data_schema", node=DataConfig)
-    store.store(group="trainer", name="trainer_schema", node=TrainerConfig)
+    # Outside the model/data/trainer groups, so they are neither listed nor accepted as choices
+    # (model=transformer_schema would train the schema's defaults, not conf/model/transformer.yaml).
+    store.store(name="transformer_schema", node=TransformerConfig)
+    store.store(name="rnn_schema", node=RNNConfig)
+    store.store(name="data_schema", node=DataConfig)
+    store.store(name="trainer_schema", node=TrainerConfig)
+    from minitrans.config_help import help_config
+
+    store.store(group="hydra/help", name="minitrans", node=help_config())  # train.py --help
 
 
 def to_dataclass(cfg: Any) -> TrainConfig:
