@@ -6,6 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from minitrans.attention import Dropout, MultiHeadAttention
+from minitrans.benchmark_training import ModelSize
 from minitrans.transformer import SinusoidalPositions, Transformer
 
 PAD = 0
@@ -47,7 +49,7 @@ def test_padding_does_not_change_real_positions(use_fused):
     torch.testing.assert_close(batched[0, :4], alone[0], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"d_k": 5, "d_v": 3}, {"num_heads": 3, "d_k": 8}])
+@pytest.mark.parametrize("kwargs", [{}, {"d_k": 5, "d_v": 3}, {"num_heads": 3, "d_k": 8}, {"num_decoder_layers": 1}])
 def test_cached_steps_equal_full_decoding(kwargs):
     model = tiny(**kwargs)
     src = torch.randint(4, 40, (3, 6))
@@ -60,6 +62,9 @@ def test_cached_steps_equal_full_decoding(kwargs):
         logits, cache, maps = model.step(enc, tgt[:, t], cache, need_weights=True)
         torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(maps["cross"][-1][:, :, 0], full_maps["cross"][-1][:, :, t], atol=1e-5, rtol=1e-5)
+        for layer, step_map in enumerate(maps["dec_self"]):  # (B, H, 1, t + 1): the prefix so far
+            expected = full_maps["dec_self"][layer][:, :, t, : t + 1]
+            torch.testing.assert_close(step_map[:, :, 0], expected, atol=1e-5, rtol=1e-5)
 
 
 def test_attention_maps_have_the_documented_shapes():
@@ -70,7 +75,46 @@ def test_attention_maps_have_the_documented_shapes():
     assert [m.shape for m in enc_maps["enc_self"]] == [(2, 4, 7, 7)] * 2
     assert [m.shape for m in dec_maps["dec_self"]] == [(2, 4, 5, 5)] * 2
     assert [m.shape for m in dec_maps["cross"]] == [(2, 4, 5, 7)] * 2
-    assert model.encode(src)[1] == {}  # weights only when asked
+    enc, maps = model.encode(src)
+    assert maps == {} and model.decode(enc, tgt)[1] == {}  # weights only when asked
+    assert model.step(enc, tgt[:, 0], model.init_cache(enc))[2] == {}
+
+
+def test_widths_and_dropout_reach_every_layer():
+    model = tiny(d_k=5, d_v=3, dropout=0.3)
+    attentions = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    assert len(attentions) == 2 + 2 * 2
+    for attn in attentions:
+        assert (attn.d_k, attn.d_v, attn.dropout) == (5, 3, 0.3)
+        assert attn.out_proj.in_features == 4 * 3  # H · Dv
+    dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    assert dropouts and all(m.p == 0.3 for m in dropouts)
+    assert any(isinstance(m, Dropout) for m in model.encoder_layers[0].feed_forward.modules())
+    x = torch.randn(2, 5, 32)
+    ff = model.encoder_layers[0].feed_forward.train()
+    assert not torch.equal(ff(x), ff(x))  # dropout inside the feed-forward block
+    torch.testing.assert_close(ff.eval()(x), torch.relu(ff.net[0](x)) @ ff.net[3].weight.T + ff.net[3].bias)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_the_model_computes_what_torch_nn_transformer_computes(norm_first):
+    """With the same weights, the same function as PyTorch's own Transformer (an outside
+    oracle for residuals, layer norms, pre-/post-norm order, feed-forward, embeddings, positions)."""
+    from test_benchmark import copy_weights_into_twin
+
+    from minitrans.benchmark_training import TorchTransformer
+    from minitrans.benchmark_training import build_model as build_benchmark_model
+
+    torch.manual_seed(10)
+    size = ModelSize(16, 2, 32, 2, 2)
+    ours = build_benchmark_model("minitrans", 40, size, 0.0, norm_first).eval()
+    assert isinstance(ours, Transformer) and ours.encoder_layers[0].attn_block.norm_first is norm_first
+    twin = TorchTransformer(40, PAD, size, 0.0, norm_first).eval()
+    copy_weights_into_twin(ours, twin)
+    src = torch.tensor([[5, 6, 7, 0, 0], [5, 6, 7, 8, 9]])
+    tgt = torch.tensor([[2, 9, 11, 12], [2, 9, 13, 4]])
+    with torch.no_grad():
+        torch.testing.assert_close(ours(src, tgt), twin(src, tgt), atol=1e-5, rtol=1e-5)
 
 
 def test_shared_and_tied_embeddings():
@@ -101,6 +145,8 @@ def test_positions_are_sinusoids_and_bounded(d_model):
     torch.testing.assert_close(positions(4, offset=5), table[5:9])
     assert positions(9, offset=max_len - 9).shape == (9, d_model)  # the last position is usable
     with pytest.raises(ValueError, match="max_len"):
+        positions(10, offset=max_len - 9)
+    with pytest.raises(ValueError, match=f"sequence of {max_len + 1} positions exceeds max_len={max_len}"):
         positions(10, offset=max_len - 9)
 
 
