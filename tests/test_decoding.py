@@ -275,3 +275,21 @@ def test_pad_and_bos_are_never_generated():
 def test_beam_size_must_be_positive(src):
     with pytest.raises(ValueError, match="beam size"):
         translate_ids(make_model("rnn"), src, beam_size=0)
+
+
+def test_length_penalty_is_gnmts_formula():
+    """Wu et al. (2016): lp(Y) = (5 + |Y|)^alpha / (5 + 1)^alpha; it sets the reported scores."""
+    for length in (1, 2, 7, 40):
+        for alpha in (0.0, 0.6, 1.0, 2.5):
+            assert length_penalty(length, alpha) == pytest.approx((5 + length) ** alpha / 6**alpha, rel=1e-12)
+
+
+def test_the_search_goes_on_while_a_longer_sentence_could_still_win_at_alpha_one():
+    # After one step the empty sentence has ended (p = 0.6, score log 0.6 = -0.51); the open
+    # beam [4] has log 0.4 = -0.92, which beats -0.51 only if normalised as a sentence of up to
+    # 8 tokens (-0.92 / (13/6) = -0.42), not of 2 (-0.92 / (7/6) = -0.79). Going on finds
+    # [4, 7 x 7] (-0.99 / (13/6) = -0.46 > -0.51); stopping early would return [].
+    model = ScriptedModel({(): {EOS_ID: 0.6, 4: 0.4}})
+    model.DEFAULT = {7: 0.99, 6: 0.009, EOS_ID: 0.001}  # EOS never among the top K: no early end
+    for use_cache in (True, False):
+        assert beam_search(model, SRC, beam_size=2, alpha=1.0, max_output_len=8, use_cache=use_cache) == [[4] + [7] * 7]
