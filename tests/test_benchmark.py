@@ -1,8 +1,8 @@
 """The training benchmark: its FLOP count, its torch.nn.Transformer twin, a quick run's JSON."""
 
 import json
-import sys
-import types
+import statistics
+from pathlib import Path
 
 import pytest
 import torch
@@ -40,43 +40,62 @@ def test_torch_twin_has_the_same_parameters_and_output_shape(norm_first):
 
 
 @pytest.mark.slow  # each model's memory is measured in a subprocess
-def test_quick_run_writes_sane_json(tmp_path, capsys):
+def test_quick_run_writes_sane_json(tmp_path, capsys, small_run):
     out_path = tmp_path / "bench.json"
     argv = ["--sizes", "tiny", "--quick", "--data", "synthetic", "--vocab-size", "300", "--batch-tokens", "600"]
-    bench.main([*argv, "--threads", "1", "--json", str(out_path)])
+    bench.main([*argv, "--threads", "1", "--json", str(out_path), "--checkpoint", str(small_run)])
     report = capsys.readouterr().out
     assert "minitrans" in report and "torch" in report and "padding fraction" in report
     out = json.loads(out_path.read_text())
     assert set(out) >= {"machine", "data", "settings", "sizes", "decoding"}
-    assert out["machine"]["matmul_flops_per_second"] > 0 and out["machine"]["threads"] == 1
+    assert out["machine"]["threads"] == 1
     data = out["data"]
     for key in ("padding_fraction", "source_padding_fraction", "target_padding_fraction"):
         assert 0.0 <= data[key] < 0.5
     assert min(data["source_padding_fraction"], data["target_padding_fraction"]) <= data["padding_fraction"]
     (size,) = out["sizes"]
     assert size["size"] == "tiny" and size["config"]["d_model"] == SIZES["tiny"].d_model
-    assert 0.0 <= size["padding_fraction"] < 0.5 and size["flops_per_pass"] > 0
-    for name in ("minitrans", "torch"):
-        assert size["tokens_per_second"][name] > 0
-        assert 0 < size["mfu"][name] < 1.5
-        assert size["peak_memory"][name]["training_mib"] >= 0
+    assert 0.0 <= size["padding_fraction"] < 0.5
+    batch_tokens = size["target_tokens_per_pass"]
+    for name in ("minitrans", "torch"):  # every figure follows from the timings and the FLOP count
+        seconds = statistics.median(size["seconds"][name])
+        assert size["tokens_per_second"][name] == pytest.approx(batch_tokens / seconds)
+        assert size["flops_per_second"][name] == pytest.approx(size["flops_per_pass"] / seconds)
+        assert size["mfu"][name] == pytest.approx(
+            size["flops_per_second"][name] / out["machine"]["matmul_flops_per_second"]
+        )
+        memory = size["peak_memory"][name]
+        assert memory["training_mib"] == pytest.approx(memory["peak_mib"] - memory["before_mib"])
     ratio = size["ratio_vs_torch"]["minitrans"]
-    assert ratio["min"] <= ratio["median"] <= ratio["max"] and ratio["median"] > 0
-    assert out["decoding"] is None
+    expected = [theirs / ours for ours, theirs in zip(size["seconds"]["minitrans"], size["seconds"]["torch"])]
+    assert ratio["per_repeat"] == pytest.approx(expected) and ratio["median"] == pytest.approx(
+        statistics.median(expected)
+    )
+    decoding = out["decoding"]  # --checkpoint: the decoding benchmark on the run's own test split
+    assert (decoding["split"], decoding["sentences"]) == ("test", 3)
+    assert [row["beam"] for row in decoding["results"]] == [1, 5] and all(r["identical"] for r in decoding["results"])
 
 
-def test_decoding_figures_come_from_the_decoding_benchmark(monkeypatch):
-    calls = []
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> Path:
+    """A tiny untrained model whose config names a generated corpus of 3 test sentences."""
+    from test_translate import build_checkpoint
 
-    def benchmark_decoding(checkpoint, device=None):
-        calls.append((checkpoint, device))
-        return {"sentences_per_second": 12.5}
+    from minitrans.config import DataConfig
 
-    module = types.ModuleType("minitrans.benchmark_decoding")
-    module.benchmark_decoding = benchmark_decoding
-    monkeypatch.setitem(sys.modules, "minitrans.benchmark_decoding", module)
-    figures = bench.decoding_figures("runs/x", torch.device("cpu"), quick=True)
-    assert figures == {"sentences_per_second": 12.5} and calls == [("runs/x", "cpu")]
+    folder = tmp_path_factory.mktemp("bench_run")
+    data = DataConfig(num_train=20, num_valid=4, num_test=3, min_words=3, max_words=6)
+    build_checkpoint(folder / "checkpoints" / "best.pt", data=data)
+    return folder
+
+
+def test_decoding_figures_come_from_the_decoding_benchmark_on_the_runs_own_corpus(small_run):
+    """The real --checkpoint path: checkpoint, the run's corpus, both decoding paths timed."""
+    figures = bench.decoding_figures(str(small_run), torch.device("cpu"), quick=True)
+    assert figures["checkpoint"] == str(small_run) and figures["device"] == "cpu"
+    assert (figures["split"], figures["sentences"]) == ("test", 3)
+    for row in figures["results"]:
+        assert row["identical"] and row["speedup"] == pytest.approx(row["uncached_s"] / row["cached_s"])
 
 
 def test_benchmark_loss_is_the_trainers_loss():

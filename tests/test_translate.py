@@ -364,7 +364,10 @@ def test_benchmark_times_both_paths_and_checks_they_agree(translator, run, tmp_p
     report = bench.benchmark_decoding(translator, sentences=SRC[:4], beams=(1, 2))
     assert (report["split"], report["sentences"]) == ("given", 4)
     assert [row["beam"] for row in report["results"]] == [1, 2]
-    assert all(row["identical"] and row["speedup"] > 0 for row in report["results"])
+    assert all(row["identical"] and row["differing_sentences"] == 0 for row in report["results"])
+    for row in report["results"]:  # the rates and the ratio are the timings', not invented
+        assert row["speedup"] == pytest.approx(row["uncached_s"] / row["cached_s"])
+        assert row["cached_sents_per_s"] == pytest.approx(4 / row["cached_s"])
     assert "speed-up" in bench.format_table(report)
     # The command line, on the run's own corpus (stubbed: the real one is not needed here).
     monkeypatch.setattr(bench, "load_run_split", lambda config, split: (SRC[:2], TGT[:2], "test_2016_flickr"))
@@ -373,6 +376,26 @@ def test_benchmark_times_both_paths_and_checks_they_agree(translator, run, tmp_p
     assert json.loads((tmp_path / "b.json").read_text())["results"][0]["identical"] is True
     assert bench.main([str(tmp_path / "missing.pt")]) == 1
     assert capsys.readouterr().err.startswith("error: no checkpoint at")
+
+
+def test_benchmark_reports_the_ratio_of_its_timings_and_any_disagreement(translator, monkeypatch):
+    """A scripted clock (cached 0.5 s, uncached 2 s) and an uncached path that differs on one
+    sentence: the report must say 4x, and not identical."""
+    from minitrans import benchmark_decoding as bench
+
+    ticks = iter([0.0, 0.5, 1.0, 3.0] * 2)
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(ticks))
+
+    def translate_encoded(src_ids, beam, length_penalty=0.6, use_cache=True):
+        return [[5, 6] if use_cache or i != 2 else [5, 7] for i in range(len(src_ids))]
+
+    monkeypatch.setattr(translator, "translate_encoded", translate_encoded)
+    report = bench.benchmark_decoding(translator, sentences=SRC[:4], beams=(1, 3))
+    for row in report["results"]:
+        assert (row["cached_s"], row["uncached_s"], row["speedup"]) == (0.5, 2.0, 4.0)
+        assert (row["cached_sents_per_s"], row["uncached_sents_per_s"]) == (8.0, 2.0)
+        assert row["identical"] is False and row["differing_sentences"] == 1
+    assert "no (1 differ)" in bench.format_table(report)
 
 
 def test_script_prompts_on_a_terminal_until_an_empty_line(copying_script, run, monkeypatch, capsys):
