@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import datasets
 
 from minitrans.config import ConfigError, TrainConfig, first_line
+from minitrans.coverage import TrainingRecord
 from minitrans.data import TokenBatchSampler, load_corpus, tokenize_corpus
 from minitrans.tokenizer import Tokenizer
 
@@ -23,6 +24,7 @@ class TrainingData:
     src_ids: list[list[int]]  # the training pairs that fit the model
     tgt_ids: list[list[int]]
     sampler: TokenBatchSampler  # global batches: the same for any number of processes
+    record: TrainingRecord  # what the model will know: language pair, corpus, source word forms
 
 
 def prepare_training_data(cfg: TrainConfig, tokenizer_state: dict | None = None) -> TrainingData:
@@ -67,4 +69,6 @@ def prepare_training_data(cfg: TrainConfig, tokenizer_state: dict | None = None)
         )
     except ValueError as error:
         raise ConfigError(f"trainer.batch_tokens: {error}") from None
-    return TrainingData(tokenizer, splits, src_ids, tgt_ids, sampler)
+    sources = corpus[cfg.data.train_split]["src"][:]
+    record = TrainingRecord.from_sentences(sources, cfg.data.src_lang, cfg.data.tgt_lang, cfg.data.name)
+    return TrainingData(tokenizer, splits, src_ids, tgt_ids, sampler, record)

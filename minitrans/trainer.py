@@ -123,7 +123,7 @@ class Trainer:
         with distributed.InTurn(self.dist):  # one process per machine fills the caches
             data = prepare_training_data(cfg, payload["tokenizer"] if payload else None)
         self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
-        self.src_ids, self.tgt_ids = data.src_ids, data.tgt_ids
+        self.src_ids, self.tgt_ids, self.record = data.src_ids, data.tgt_ids, data.record
         if self.dist.is_main:
             self.tokenizer.save(self.out_dir / "tokenizer")
         self.model = self._build_model(payload, resume_path).to(self.device)
@@ -172,6 +172,7 @@ class Trainer:
             "tokenizer": self.tokenizer.to_state(),
             "model": self.model.state_dict(),
             "step": self.state.step,
+            "training_data": self.record.to_state(),  # what translate.py warns and --info reports from
         }
         if with_training_state:
             payload |= {

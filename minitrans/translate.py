@@ -15,6 +15,7 @@ Input policies, one line in and one line out (the README repeats them):
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sys
 import warnings
@@ -26,6 +27,7 @@ from typing import overload
 import torch
 
 from minitrans.checkpoint import CheckpointError, load_checkpoint
+from minitrans.coverage import TrainingRecord
 from minitrans.data.batching import collate
 from minitrans.decoding import Hypothesis, search
 from minitrans.interface import AttentionMaps, Seq2SeqModel
@@ -123,10 +125,30 @@ class Translator:
         max_len: int,
         device: torch.device | None = None,
         config: dict | None = None,
+        record: TrainingRecord | None = None,
+        path: Path | None = None,
     ):
         self.model, self.tokenizer, self.max_len = model, tokenizer, max_len
         self.device = device or next(model.parameters()).device
         self.config = config  # the run's configuration (a plain dict), when loaded from a checkpoint
+        self.path = path  # the checkpoint file it was loaded from
+        self._record = record
+
+    @property
+    def source_language(self) -> str | None:
+        """The source language code of the run's corpus ("en", "de", ...), when known."""
+        return (self.config or {}).get("data", {}).get("src_lang")
+
+    @functools.cached_property
+    def record(self) -> TrainingRecord | None:
+        """What the model saw in training (:mod:`minitrans.coverage`); for a checkpoint written
+        before records existed, rebuilt from the run's configuration where that is possible
+        offline (the embedded corpus), else None: coverage unknown."""
+        if self._record is None and self.config is not None:
+            from minitrans.coverage import rebuild_record
+
+            return rebuild_record(self.config, self.config.get("data", {}).get("cache_dir"))
+        return self._record
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
@@ -143,10 +165,11 @@ class Translator:
             tokenizer = Tokenizer.from_state(payload["tokenizer"])
             model = build_model_for_weights(model_cfg, tokenizer, payload["model"])
             model.load_state_dict(payload["model"])
+            record = TrainingRecord.from_state(payload["training_data"]) if "training_data" in payload else None
         except (KeyError, TypeError, ValueError, RuntimeError) as error:
             reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise CheckpointError(f"{path} does not hold a usable model ({type(error).__name__}: {reason})") from None
-        return cls(model.to(device).eval(), tokenizer, model_cfg.max_len, device, payload["config"])
+        return cls(model.to(device).eval(), tokenizer, model_cfg.max_len, device, payload["config"], record, path)
 
     # -- text and ids ----------------------------------------------------------------------
     def encode(self, sentences: Sequence[str]) -> list[list[int]]:

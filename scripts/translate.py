@@ -1,9 +1,14 @@
 """Translate with a trained model: ``python scripts/translate.py RUN_OR_CHECKPOINT [SENTENCE ...]``.
 
 Sentences come from the arguments, else ``--input FILE`` ("-" for stdin), else stdin when it is
-piped, else an interactive prompt. One output line per input line, in order. RUN_OR_CHECKPOINT
-is a .pt file or a run folder (its checkpoints/averaged.pt, else best.pt, else last.pt), or a folder
-written by scripts/export.py, which CTranslate2 then translates with (same flags; no attention maps).
+piped, else an interactive prompt. One output line per input line, in order (``--nbest K``: K
+lines per input line; ``--format jsonl``: one JSON object per input line). A line holding
+several sentences is split, each translated, and the results joined on one line
+(``--no-split`` turns it off). Words the model never saw in training are named on stderr.
+``--score-reference FILE`` scores given translations instead; ``--info`` describes the model.
+RUN_OR_CHECKPOINT is a .pt file or a run folder (its checkpoints/averaged.pt, else best.pt,
+else last.pt), or a folder written by scripts/export.py, which CTranslate2 then translates with
+(same flags; no attention maps, no forced scoring).
 
 Thin by design: reading and writing text here, everything else in ``minitrans.translate``.
 """
@@ -11,6 +16,7 @@ Thin by design: reading and writing text here, everything else in ``minitrans.tr
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,7 +26,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from minitrans.checkpoint import CheckpointError
 from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, MAX_POSITIONS, cli_number
+from minitrans.coverage import language_name
 from minitrans.ct2 import load_translator
+from minitrans.lines import LineResult, score_lines, translate_lines
 from minitrans.translate import (
     InputError,
     Translator,
@@ -41,8 +49,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-i", "--input", help="read sentences from this UTF-8 file, one per line ('-' for stdin)")
     parser.add_argument("-o", "--output", help="write translations to this file (default: stdout)")
     parser.add_argument(
-        "-b", "--beam", type=cli_number(int, *BEAM_RANGE), default=1, help="beam size; 1 = greedy (default)"
+        "-b", "--beam", type=cli_number(int, *BEAM_RANGE), default=None, help="beam size; 1 = greedy (default: --nbest)"
     )
+    parser.add_argument(
+        "-n", "--nbest", type=cli_number(int, *BEAM_RANGE), default=1, help="hypotheses per line, best first (<= beam)"
+    )
+    parser.add_argument(
+        "--scores", action="store_true", help="text output: 'SCORE<tab>translation' (log-prob / length penalty)"
+    )
+    parser.add_argument(
+        "--format", choices=["text", "jsonl"], default="text", help="jsonl: one JSON object per input line"
+    )
+    parser.add_argument("--no-split", action="store_true", help="translate each line as one sentence")
+    parser.add_argument(
+        "--score-reference", metavar="FILE", help="score the translations in FILE (one per input line) instead"
+    )
+    parser.add_argument("--info", action="store_true", help="describe the model (languages, corpus, BLEU) and exit")
     parser.add_argument(
         "--length-penalty",
         type=cli_number(float, *LENGTH_PENALTY_RANGE),
@@ -67,6 +89,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.sentences and args.input:
         parser.error("give sentences as arguments or with --input, not both")
+    if args.beam is None:
+        args.beam = args.nbest
+    if args.nbest > args.beam:
+        parser.error(f"--nbest {args.nbest} needs --beam {args.nbest} or more (got --beam {args.beam})")
+    if args.attention and (args.nbest > 1 or args.format != "text" or args.score_reference or args.scores):
+        parser.error(
+            "--attention draws the best translation only: not with --nbest, --scores, --format or --score-reference"
+        )
     return args
 
 
@@ -84,8 +114,37 @@ def read_input(args: argparse.Namespace) -> list[str] | None:
     return None
 
 
+def print_warnings(result_warnings: list[str], where: str = "") -> None:
+    for message in result_warnings:
+        print(f"warning: {where}{message}", file=sys.stderr)
+
+
+def text_lines(result: LineResult, nbest: int, with_scores: bool) -> list[str]:
+    """``nbest`` output lines for one input line (empty ones where there is no hypothesis)."""
+    out = []
+    for k in range(nbest):
+        if k < len(result.hypotheses):
+            hyp = result.hypotheses[k]
+            out.append(f"{hyp.score:.4f}\t{hyp.text}" if with_scores else hyp.text)
+        else:
+            out.append("")
+    return out
+
+
 def interactive(translator: Translator, args: argparse.Namespace, options: dict) -> None:
-    print(f"minitrans: translating with {args.checkpoint}; an empty line or Ctrl-D quits.", file=sys.stderr)
+    try:
+        import readline  # noqa: F401  (line editing and history for input(), where the platform has it)
+    except ImportError:
+        pass
+    data = (translator.config or {}).get("data", {})
+    pair = f"{language_name(data.get('src_lang', '?'))} → {language_name(data.get('tgt_lang', '?'))}"
+    print(
+        f"minitrans: {pair}, translating with {args.checkpoint} (--info says what it knows); "
+        "an empty line or Ctrl-D quits.",
+        file=sys.stderr,
+    )
+    if translator.record is None:
+        print(f"warning: {NO_RECORD}", file=sys.stderr)
     number = 0
     while True:
         try:
@@ -99,11 +158,53 @@ def interactive(translator: Translator, args: argparse.Namespace, options: dict)
         if args.attention:
             path = numbered_path(args.attention, number, count=2)  # always numbered: more may follow
             (text,), written = translate_with_attention(translator, [line], path, **options)
+            print_warnings(translator.record.warnings(line) if translator.record is not None else [])
             print(text)
             for written_path in written:
                 print(f"attention: {written_path}", file=sys.stderr)
         else:
-            print(translator.translate([line], **options)[0])
+            (result,) = translate_lines(translator, [line], nbest=args.nbest, split=not args.no_split, **options)
+            print_warnings(result.warnings)
+            if args.format == "jsonl":
+                print(json.dumps(result.to_json(), ensure_ascii=False))
+            else:
+                print("\n".join(text_lines(result, args.nbest, args.scores)))
+
+
+NO_RECORD = "this checkpoint holds no record of its training data (it predates them): unseen words cannot be named"
+
+
+def translate_all(translator: Translator, sentences: list[str], args: argparse.Namespace, options: dict) -> list[str]:
+    """The output lines for the input lines (warnings go to stderr as they are found)."""
+    if args.score_reference:
+        references = read_sentences(Path(args.score_reference).read_bytes(), args.score_reference)
+        if len(references) != len(sentences):
+            raise InputError(f"{args.score_reference} has {len(references)} lines but the input has {len(sentences)}")
+        scored = score_lines(translator, sentences, references, options["length_penalty"])
+        for number, result in enumerate(scored, 1):
+            print_warnings(result.warnings, f"line {number}: ")
+        if args.format == "jsonl":
+            return [json.dumps(result.to_json(), ensure_ascii=False) for result in scored]
+        return [
+            f"{r.score:.4f}\t{r.log_prob:.4f}\t"
+            + " ".join(f"{p}={lp:.3f}" for p, lp in zip(r.pieces, r.piece_log_probs))
+            for r in scored
+        ]
+    if args.attention:
+        outputs, written = translate_with_attention(translator, sentences, args.attention, **options)
+        for number, line in enumerate(sentences, 1):
+            print_warnings(
+                translator.record.warnings(line) if translator.record is not None else [], f"line {number}: "
+            )
+        for path in written:
+            print(f"attention: {path}", file=sys.stderr)
+        return outputs
+    results = translate_lines(translator, sentences, nbest=args.nbest, split=not args.no_split, **options)
+    for number, result in enumerate(results, 1):
+        print_warnings(result.warnings, f"line {number}: ")
+    if args.format == "jsonl":
+        return [json.dumps(result.to_json(), ensure_ascii=False) for result in results]
+    return [line for result in results for line in text_lines(result, args.nbest, args.scores)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,21 +224,27 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.output and not Path(args.output).resolve().parent.is_dir():
             raise InputError(f"cannot write {args.output}: no such folder")
-        sentences = read_input(args)
+        sentences = None if args.info else read_input(args)
+        if args.score_reference and sentences is None:
+            raise InputError("--score-reference needs the source lines (as arguments, --input or piped)")
+        if args.score_reference and not Path(args.score_reference).is_file():
+            raise InputError(f"cannot read {args.score_reference}: no such file")
         try:
             device = pick_device(args.device)
         except ValueError:
             raise InputError(f"--device {args.device}: no such device on this machine") from None
         translator = load_translator(args.checkpoint, device)  # a CTranslate2 export or a checkpoint
+        if args.info:
+            from minitrans.model_card import model_card
+
+            print(model_card(translator))
+            return 0
         if sentences is None:
             interactive(translator, args, options)
             return 0
-        if args.attention:
-            outputs, written = translate_with_attention(translator, sentences, args.attention, **options)
-            for path in written:
-                print(f"attention: {path}", file=sys.stderr)
-        else:
-            outputs = translator.translate(sentences, **options)
+        if translator.record is None:
+            print(f"warning: {NO_RECORD}", file=sys.stderr)
+        outputs = translate_all(translator, sentences, args, options)
         text = "".join(line + "\n" for line in outputs)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")

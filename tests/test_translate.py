@@ -33,8 +33,11 @@ SRC = ["ein mann fährt fahrrad .", "eine frau liest ein buch .", "zwei hunde sp
 TGT = ["a man rides a bike .", "a woman reads a book .", "two dogs play in the park ."] * 3
 
 
-def build_checkpoint(path: Path, kind: str = "transformer", max_len: int = 64, data: DataConfig | None = None) -> Path:
-    """A tiny untrained model with its tokenizer, saved as the trainer saves best.pt."""
+def build_checkpoint(
+    path: Path, kind: str = "transformer", max_len: int = 64, data: DataConfig | None = None, extra: dict | None = None
+) -> Path:
+    """A tiny untrained model with its tokenizer, saved as the trainer saves best.pt (without
+    the record of its training data unless ``extra`` adds it: like an older checkpoint)."""
     tokenizer = Tokenizer.train(SRC, TGT, vocab_size=300)
     if kind == "transformer":
         model_cfg = TransformerConfig(
@@ -46,7 +49,7 @@ def build_checkpoint(path: Path, kind: str = "transformer", max_len: int = 64, d
     torch.manual_seed(0)
     model = build_model(model_cfg, tokenizer)
     payload = {"config": asdict(cfg), "tokenizer": tokenizer.to_state(), "model": model.state_dict(), "step": 0}
-    save_checkpoint(payload, path)
+    save_checkpoint(payload | (extra or {}), path)
     return path
 
 

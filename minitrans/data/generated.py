@@ -813,3 +813,25 @@ def generate_corpus(
     valid = _draw(rngs["valid"], num_valid, skewed(rngs["valid"]), seen)
     train = _draw(rngs["train"], num_train, skewed(rngs["train"]), seen)
     return {"train": train, "valid": valid, "test": test}
+
+
+# ------------------------------------------------------------------- what a model can know
+def coverage_summary() -> str:
+    """What the grammar covers, in a few lines, for a model card (``translate.py RUN --info``):
+    a model trained on this corpus knows nothing outside it."""
+    return (
+        "Statements in the present tense, third person only: no pronouns (I, you, he), no questions, "
+        "no past or future.\n"
+        f"A fixed lexicon of {LEXICON_SIZE} words: {len(NOUNS)} nouns, {len(VERBS)} verbs, "
+        f"{len(ADJECTIVES)} adjectives, {len(PREPOSITIONS)} prepositions, {len(ADVERBS)} adverbs, "
+        f"{len(DETERMINERS)} determiners ({', '.join(DETERMINERS)}).\n"
+        'Noun phrases with up to two adjectives and a prepositional phrase or a relative clause with "that" '
+        '(never "who" or "which"); "that"-clauses; subordinate clauses with '
+        f"{', '.join(SUBORDINATORS)}; up to three main clauses joined by \", and\" or \", but\"."
+    )
+
+
+def example_pairs(count: int = 3, seed: int = 0, words: tuple[int, ...] = (5, 8, 12)) -> list[tuple[str, str]]:
+    """A few (english, german) pairs of the grammar, short to longer, the same every time."""
+    rng = random.Random(f"minitrans.generated.examples:{seed}")
+    return [generate_pair(rng, words[i % len(words)]) for i in range(count)]

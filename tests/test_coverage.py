@@ -1,0 +1,68 @@
+"""What a model knows: the record of its training data, unseen words, and the model card."""
+
+from __future__ import annotations
+
+import pytest
+
+from minitrans.coverage import TrainingRecord, rebuild_record, words
+from minitrans.data.generated import coverage_summary, example_pairs, generate_corpus
+
+
+@pytest.fixture(scope="module")
+def grammar_record() -> TrainingRecord:
+    """The record of a 3,000-pair embedded corpus (English → German)."""
+    pairs = generate_corpus(num_train=3000, num_valid=0, num_test=0)["train"]
+    return TrainingRecord.from_sentences([en for en, _ in pairs], "en", "de", "generated")
+
+
+def test_words_keep_inner_apostrophes_and_hyphens_and_drop_punctuation():
+    assert words("Don't stop, well-known Straßenbahn! 3 times?") == ["Don't", "stop", "well-known", "Straßenbahn", "3", "times"]
+
+
+def test_the_record_counts_case_folded_forms_and_names_unseen_words_as_written():
+    record = TrainingRecord.from_sentences(["The dog sees the cat.", "the DOG sleeps"], "en", "de", "toy")
+    assert record.word_counts == {"the": 3, "dog": 2, "sees": 1, "cat": 1, "sleeps": 1}
+    assert (record.num_pairs, record.num_forms, record.is_capped) == (2, 5, False)
+    assert record.unseen("The Cat sees a bird, a BIRD.") == ["a", "bird", "BIRD"]
+    assert record.warnings("THE CAT SLEEPS.") == []
+    assert record.warnings("The cat sees a bird.") == ["words never seen in training: a, bird"]
+    (mostly,) = record.warnings("A bird sees the fish")
+    assert mostly.startswith("3 of 5 words never seen in training (A, bird, fish)")
+    assert "unlikely to mean anything" in mostly
+
+
+def test_the_record_survives_a_checkpoint_round_trip_and_a_cap_says_so():
+    record = TrainingRecord.from_sentences(["a a a b b c"], "de", "en", "toy", max_forms=2)
+    assert record.word_counts == {"a": 3, "b": 2} and record.num_forms == 3 and record.is_capped
+    state = record.to_state()
+    assert isinstance(state["word_counts"], str)  # compact: one string, not a dict of thousands
+    assert TrainingRecord.from_state(state) == record
+    assert record.warnings("a c") == ["words not among the 2 commonest words of training: c"]
+
+
+def test_the_issues_out_of_grammar_sentences_name_their_unseen_words(grammar_record):
+    assert grammar_record.unseen("I love you.") == ["I", "you"]
+    assert "unlikely to mean anything" in grammar_record.warnings("I love you.")[0]
+    assert grammar_record.unseen("Where is the train station?") == ["Where", "is"]
+    assert grammar_record.unseen("The old man who reads a book sees the small dog") == ["who"]
+
+
+def test_sentences_of_the_grammar_get_no_warning(grammar_record):
+    for en, _ in example_pairs(3):
+        assert grammar_record.warnings(en) == []
+
+
+def test_an_old_embedded_corpus_checkpoint_gets_its_record_rebuilt_and_cached(tmp_path, monkeypatch):
+    data = {"name": "generated", "src_lang": "en", "tgt_lang": "de", "num_train": 50, "num_valid": 5, "num_test": 5,
+            "min_words": 3, "max_words": 8, "corpus_seed": 7, "cache_dir": str(tmp_path)}  # fmt: skip
+    record = rebuild_record({"data": data}, tmp_path)
+    assert record.is_rebuilt and record.num_pairs == 50 and record.corpus == "generated"
+    assert list((tmp_path / "records").glob("*.json"))
+    monkeypatch.setattr("minitrans.data.corpus.load_split", lambda *a, **k: pytest.fail("not rebuilt twice"))
+    assert rebuild_record({"data": data}, tmp_path) == record
+    assert rebuild_record({"data": {**data, "name": "multi30k"}}, tmp_path) is None  # coverage unknown
+
+
+def test_the_grammar_summary_names_what_it_leaves_out():
+    text = coverage_summary()
+    assert "no pronouns" in text and "present tense" in text and '"that"' in text
