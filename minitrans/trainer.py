@@ -34,6 +34,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 
 from minitrans import distributed, reporting
+from minitrans.averaging import average_state_dicts
 from minitrans.checkpoint import (
     CheckpointError,
     check_same_run,
@@ -381,9 +382,7 @@ class Trainer:
         n = self.cfg.trainer.average_last
         paths = sorted(self.ckpt_dir.glob("step_*.pt"))[-n:]
         if n > 1 and paths:
-            states = [load_checkpoint(p)["model"] for p in paths]
-            averaged = {k: sum(s[k].float() for s in states) / len(states) for k in states[0]}
-            self.model.load_state_dict({k: v.to(states[0][k].dtype) for k, v in averaged.items()})
+            self.model.load_state_dict(average_state_dicts([load_checkpoint(p)["model"] for p in paths]))
             save_checkpoint(self._payload(with_training_state=False), self.ckpt_dir / "averaged.pt")
             return f"average of last {len(paths)} checkpoints"
         best = self.ckpt_dir / "best.pt"

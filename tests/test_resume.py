@@ -203,9 +203,14 @@ def test_the_same_seed_gives_bitwise_the_same_weights_and_another_seed_does_not(
 def test_a_run_folder_resumes_only_the_model_and_data_it_was_trained_with(tmp_path, tiny_config):
     from minitrans.checkpoint import CheckpointError
     from minitrans.config import ConfigError
+    from minitrans.coverage import TrainingRecord
 
     run = tmp_path / "run"
     train(tiny_config("trainer.max_steps=2", "trainer.eval_every=1000"), run)
+    for name in ("last.pt", "best.pt"):  # every checkpoint records what its model was trained on
+        record = TrainingRecord.from_state(load_checkpoint(run / "checkpoints" / name)["training_data"])
+        assert (record.src_lang, record.tgt_lang, record.corpus, record.num_pairs) == ("en", "de", "generated", 120)
+        assert record.word_counts["the"] > 0 and {"I", "you"} <= set(record.unseen("I love you."))
     with pytest.raises(ConfigError, match=r"^model\.d_model: .* was trained with 32, not 48;"):
         Trainer(tiny_config("trainer.max_steps=4", "model.d_model=48"), run)
     with pytest.raises(ConfigError, match=r"^seed: .* was trained with seed=0, not 7;"):

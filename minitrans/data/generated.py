@@ -827,7 +827,7 @@ def coverage_summary() -> str:
         f"{len(DETERMINERS)} determiners ({', '.join(DETERMINERS)}).\n"
         'Noun phrases with up to two adjectives and a prepositional phrase or a relative clause with "that" '
         '(never "who" or "which"); "that"-clauses; subordinate clauses with '
-        f"{', '.join(SUBORDINATORS)}; up to three main clauses joined by \", and\" or \", but\"."
+        f'{", ".join(SUBORDINATORS)}; up to three main clauses joined by ", and" or ", but".'
     )
 
 

@@ -1,0 +1,91 @@
+"""Checkpoint averaging: the mean of the weights, refused across models, and a result that the
+translate and evaluate scripts accept like any checkpoint."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+from test_translate import build_checkpoint
+
+from minitrans.averaging import average_checkpoints, average_state_dicts
+from minitrans.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitrans.trainer import train
+from minitrans.translate import Translator
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_average_is_the_element_wise_mean_in_each_tensors_own_dtype():
+    states = [
+        {"w": torch.full((2, 3), float(i)), "h": torch.full((2,), float(i), dtype=torch.float16), "n": torch.tensor(i)}
+        for i in (1, 2, 6)
+    ]
+    averaged = average_state_dicts(states)
+    assert torch.equal(averaged["w"], torch.full((2, 3), 3.0))
+    assert averaged["h"].dtype == torch.float16 and torch.equal(
+        averaged["h"], torch.full((2,), 3.0, dtype=torch.float16)
+    )
+    assert averaged["n"].item() == 6  # a counter is not averaged: the last one's
+
+
+def shifted(source: Path, target: Path, shift: float) -> Path:
+    """A copy of a checkpoint with every weight moved by ``shift``, as a later step would be."""
+    payload = load_checkpoint(source)
+    payload["model"] = {k: v + shift if v.is_floating_point() else v for k, v in payload["model"].items()}
+    payload["step"] = int(shift * 10)
+    save_checkpoint(payload, target)
+    return target
+
+
+def test_averaging_checkpoints_of_one_model_gives_a_self_contained_checkpoint(tmp_path):
+    first = build_checkpoint(tmp_path / "a.pt", max_len=32)
+    second = shifted(first, tmp_path / "b.pt", 0.4)
+    averaged = average_checkpoints([first, second])
+    a, b = load_checkpoint(first)["model"], load_checkpoint(second)["model"]
+    assert all(torch.allclose(averaged["model"][k], (a[k] + b[k]) / 2) for k in a)
+    assert averaged["step"] == 4 and averaged["averaged_from"] == ["a.pt (step 0)", "b.pt (step 4)"]
+    save_checkpoint(averaged, tmp_path / "avg.pt")
+    assert Translator.from_checkpoint(tmp_path / "avg.pt", device="cpu").translate(["ein mann ."])
+
+
+def test_checkpoints_of_different_models_are_refused_in_one_line(tmp_path):
+    transformer = build_checkpoint(tmp_path / "t.pt", max_len=32)
+    rnn = build_checkpoint(tmp_path / "r.pt", kind="rnn", max_len=32)
+    with pytest.raises(CheckpointError, match=r"differ in model\.kind \('transformer' vs 'rnn'\)"):
+        average_checkpoints([transformer, rnn])
+    payload = load_checkpoint(transformer)  # same shapes, other heads: the config tells them apart
+    payload["config"]["model"]["num_heads"] = 4
+    save_checkpoint(payload, tmp_path / "heads.pt")
+    with pytest.raises(CheckpointError, match=r"model\.num_heads \(2 vs 4\)") as error:
+        average_checkpoints([transformer, tmp_path / "heads.pt"])
+    assert "\n" not in str(error.value)
+
+
+def test_the_script_averages_a_runs_last_checkpoints_for_translate_and_evaluate(tmp_path, tiny_config, capsys):
+    run = tmp_path / "run"
+    cfg = tiny_config("trainer.max_steps=6", "trainer.eval_every=2", "trainer.average_last=2")
+    train(cfg, run)
+    average, translate, evaluate = load("average"), load("translate"), load("evaluate")
+    out = tmp_path / "avg.pt"
+    assert average.main([str(run), "--last", "2", "-o", str(out)]) == 0
+    assert "step_0000004.pt (step 4), step_0000006.pt (step 6)" in capsys.readouterr().out
+    # the trainer's own averaged.pt of the same two checkpoints holds the same weights
+    mine, trainers = load_checkpoint(out)["model"], load_checkpoint(run / "checkpoints" / "averaged.pt")["model"]
+    assert all(torch.equal(mine[k], trainers[k]) for k in mine)
+    assert translate.main([str(out), "the dog sleeps ."]) == 0
+    assert evaluate.main([str(out), "--split", "test"]) == 0
+    capsys.readouterr()
+    assert average.main([str(tmp_path), "--last", "2", "-o", str(out)]) == 1
+    assert "no step_*.pt checkpoints" in capsys.readouterr().err
+    assert average.main([str(tmp_path / "missing.pt"), str(out), "-o", str(tmp_path / "x.pt")]) == 1
+    assert capsys.readouterr().err.startswith("error: no checkpoint at")
