@@ -40,6 +40,15 @@ class LineResult:
         """The best translation ("" for a blank line): what text mode prints."""
         return self.hypotheses[0].text if self.hypotheses else ""
 
+    def text_lines(self, nbest: int = 1, with_scores: bool = False) -> list[str]:
+        """Text mode: ``nbest`` output lines, best first, empty where there is no hypothesis (a
+        blank input line), each ``SCORE<tab>text`` ``with_scores``."""
+        out = []
+        for k in range(nbest):
+            hyp = self.hypotheses[k] if k < len(self.hypotheses) else None
+            out.append("" if hyp is None else f"{hyp.score:.4f}\t{hyp.text}" if with_scores else hyp.text)
+        return out
+
     def to_json(self) -> dict:
         """The JSON Lines object of this line (the README documents the schema)."""
         return {
@@ -171,6 +180,11 @@ class ScoredLine:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def text_line(self) -> str:
+        """Text mode: ``SCORE<tab>LOG_PROB<tab>piece=log_prob ...`` (EOS last)."""
+        pieces = " ".join(f"{piece}={value:.3f}" for piece, value in zip(self.pieces, self.piece_log_probs))
+        return f"{self.score:.4f}\t{self.log_prob:.4f}\t{pieces}"
 
 
 def score_lines(

@@ -28,7 +28,7 @@ from minitrans.checkpoint import CheckpointError
 from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, MAX_POSITIONS, cli_number
 from minitrans.coverage import language_name
 from minitrans.ct2 import load_translator
-from minitrans.lines import LineResult, score_lines, translate_lines
+from minitrans.lines import score_lines, translate_lines
 from minitrans.translate import (
     InputError,
     Translator,
@@ -119,18 +119,6 @@ def print_warnings(result_warnings: list[str], where: str = "") -> None:
         print(f"warning: {where}{message}", file=sys.stderr)
 
 
-def text_lines(result: LineResult, nbest: int, with_scores: bool) -> list[str]:
-    """``nbest`` output lines for one input line (empty ones where there is no hypothesis)."""
-    out = []
-    for k in range(nbest):
-        if k < len(result.hypotheses):
-            hyp = result.hypotheses[k]
-            out.append(f"{hyp.score:.4f}\t{hyp.text}" if with_scores else hyp.text)
-        else:
-            out.append("")
-    return out
-
-
 def interactive(translator: Translator, args: argparse.Namespace, options: dict) -> None:
     try:
         import readline  # noqa: F401  (line editing and history for input(), where the platform has it)
@@ -168,7 +156,7 @@ def interactive(translator: Translator, args: argparse.Namespace, options: dict)
             if args.format == "jsonl":
                 print(json.dumps(result.to_json(), ensure_ascii=False))
             else:
-                print("\n".join(text_lines(result, args.nbest, args.scores)))
+                print("\n".join(result.text_lines(args.nbest, args.scores)))
 
 
 NO_RECORD = "this checkpoint holds no record of its training data (it predates them): unseen words cannot be named"
@@ -204,7 +192,7 @@ def translate_all(translator: Translator, sentences: list[str], args: argparse.N
         print_warnings(result.warnings, f"line {number}: ")
     if args.format == "jsonl":
         return [json.dumps(result.to_json(), ensure_ascii=False) for result in results]
-    return [line for result in results for line in text_lines(result, args.nbest, args.scores)]
+    return [line for result in results for line in result.text_lines(args.nbest, args.scores)]
 
 
 def main(argv: list[str] | None = None) -> int:
