@@ -116,10 +116,12 @@ def translate_lines(
     beam: int = 1,
     nbest: int = 1,
     split: bool = True,
+    align: bool = True,
     **options,
 ) -> list[LineResult]:
     """Translate each line (see the module's description): one :class:`LineResult` per line,
-    in order. ``options`` are those of :meth:`Translator.search_encoded`."""
+    in order. Without ``align`` the hypotheses carry no alignment (one teacher-forced pass
+    fewer). ``options`` are those of :meth:`Translator.search_encoded`."""
     language = translator.source_language or "en"
     sentences = [split_sentences(line, language) if split else ([line] if line.strip() else []) for line in lines]
     flat = [sentence for group in sentences for sentence in group]
@@ -135,7 +137,7 @@ def translate_lines(
         warnings.simplefilter("ignore")  # cut sentences are reported in the results instead
         src_ids = [translator.fit_source(ids) for ids in src_ids]
     found = translator.search_encoded(src_ids, beam, nbest=nbest, **options)
-    described = translator.describe(src_ids, found, options.get("length_penalty", 0.6))
+    described = translator.describe(src_ids, found, options.get("length_penalty", 0.6), align)
     record = translator.record
     results, start = [], 0
     for line, group in zip(lines, sentences):

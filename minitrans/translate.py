@@ -256,21 +256,29 @@ class Translator:
         return self.describe(src_ids, found, options.get("length_penalty", 0.6))
 
     def describe(
-        self, src_ids: Sequence[Sequence[int]], found: Sequence[Sequence[Hypothesis]], length_penalty: float = 0.6
+        self,
+        src_ids: Sequence[Sequence[int]],
+        found: Sequence[Sequence[Hypothesis]],
+        length_penalty: float = 0.6,
+        align: bool = True,
     ) -> list[list[Translation]]:
         """Search results -> :class:`Translation` records: text, pieces, scores, and the hard
-        alignment from one teacher-forced pass over every hypothesis."""
+        alignment from one teacher-forced pass over every hypothesis (skipped, and every
+        alignment None, without ``align``: text output needs none)."""
         pairs = [(i, hyp) for i, hyps in enumerate(found) for hyp in hyps]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the search has already warned about a cut sentence
-            forced = self.score_encoded(
-                [src_ids[i] for i, _ in pairs], [hyp.ids for _, hyp in pairs], length_penalty,
-                with_eos=[hyp.is_finished for _, hyp in pairs],
-            )  # fmt: skip
+        alignments: list[list[int] | None] = [None] * len(pairs)
+        if align and pairs:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the search has already warned about a cut sentence
+                forced = self.score_encoded(
+                    [src_ids[i] for i, _ in pairs], [hyp.ids for _, hyp in pairs], length_penalty,
+                    with_eos=[hyp.is_finished for _, hyp in pairs],
+                )  # fmt: skip
+            alignments = [scored.alignment for scored in forced]
         out: list[list[Translation]] = [[] for _ in found]
-        for (i, hyp), scored in zip(pairs, forced):
+        for (i, hyp), alignment in zip(pairs, alignments):
             text, pieces = self.decode(hyp.ids), self.tokenizer.tgt_pieces(hyp.ids)
-            out[i].append(Translation(text, pieces, hyp.score, hyp.log_prob, scored.alignment, hyp.is_finished))
+            out[i].append(Translation(text, pieces, hyp.score, hyp.log_prob, alignment, hyp.is_finished))
         return out
 
     # -- forced scoring --------------------------------------------------------------------

@@ -151,7 +151,9 @@ def interactive(translator: Translator, args: argparse.Namespace, options: dict)
             for written_path in written:
                 print(f"attention: {written_path}", file=sys.stderr)
         else:
-            (result,) = translate_lines(translator, [line], nbest=args.nbest, split=not args.no_split, **options)
+            (result,) = translate_lines(
+                translator, [line], nbest=args.nbest, split=not args.no_split, align=args.format == "jsonl", **options
+            )
             print_warnings(result.warnings)
             if args.format == "jsonl":
                 print(json.dumps(result.to_json(), ensure_ascii=False))
@@ -187,7 +189,9 @@ def translate_all(translator: Translator, sentences: list[str], args: argparse.N
         for path in written:
             print(f"attention: {path}", file=sys.stderr)
         return outputs
-    results = translate_lines(translator, sentences, nbest=args.nbest, split=not args.no_split, **options)
+    results = translate_lines(
+        translator, sentences, nbest=args.nbest, split=not args.no_split, align=args.format == "jsonl", **options
+    )
     for number, result in enumerate(results, 1):
         print_warnings(result.warnings, f"line {number}: ")
     if args.format == "jsonl":
