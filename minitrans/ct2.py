@@ -174,7 +174,11 @@ class Ct2Translator(Translator):
         return [[self.tokenizer.src.id_to_piece(int(i)) for i in ids] for ids in sources]
 
     def describe(
-        self, src_ids: Sequence[Sequence[int]], found: Sequence[Sequence[Hypothesis]], length_penalty: float = 0.6
+        self,
+        src_ids: Sequence[Sequence[int]],
+        found: Sequence[Sequence[Hypothesis]],
+        length_penalty: float = 0.6,
+        align: bool = True,
     ) -> list[list[Translation]]:
         """As :meth:`Translator.describe`; the alignment comes from the engine's last decoder
         layer, averaged over heads, with the hypothesis forced as a target prefix."""
@@ -183,7 +187,8 @@ class Ct2Translator(Translator):
             warnings.simplefilter("ignore")  # the search has already warned about a cut sentence
             sources = [self.fit_source(src_ids[i]) for i, _ in pairs]
         out: list[list[Translation]] = [[] for _ in found]
-        alignments = self._alignments(sources, [hyp.ids for _, hyp in pairs])
+        targets = [hyp.ids for _, hyp in pairs]
+        alignments = self._alignments(sources, targets) if align else [None] * len(pairs)
         for (i, hyp), alignment in zip(pairs, alignments):
             text, pieces = self.decode(hyp.ids), self.tokenizer.tgt_pieces(hyp.ids)
             out[i].append(Translation(text, pieces, hyp.score, hyp.log_prob, alignment, hyp.is_finished))
