@@ -47,13 +47,15 @@ def _model_line(config: dict, params: int | None) -> str:
     return f"{kind}, {count} ({shape})"
 
 
-def model_card(translator: Translator) -> str:
+def model_card(translator: Translator, location: str | Path | None = None) -> str:
+    """The card of a loaded model; ``location`` names it when it was not loaded from a
+    checkpoint file (a CTranslate2 export)."""
     config = translator.config or {}
     data = config.get("data", {})
     src, tgt = data.get("src_lang", "?"), data.get("tgt_lang", "?")
     record = translator.record
     lines = [
-        f"checkpoint: {translator.path}",
+        f"checkpoint: {translator.path or location}",
         f"languages:  {language_name(src)} → {language_name(tgt)} ({src}→{tgt})",
         f"model:      {_model_line(config, count_parameters(translator.model) if translator.model is not None else None)}",
     ]

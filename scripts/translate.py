@@ -86,7 +86,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--attention", help="save cross-attention PNGs here (numbered when several sentences)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="default: auto")
     parser.add_argument("--no-cache", action="store_true", help="recompute every prefix (slow; for checking)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # sentences may follow the options
     if args.sentences and args.input:
         parser.error("give sentences as arguments or with --input, not both")
     if args.beam is None:
@@ -229,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         if args.info:
             from minitrans.model_card import model_card
 
-            print(model_card(translator))
+            print(model_card(translator, args.checkpoint))
             return 0
         if sentences is None:
             interactive(translator, args, options)
