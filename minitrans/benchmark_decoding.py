@@ -1,20 +1,30 @@
-"""Decoding speed: sentences per second, greedy and beam, with the cache against without it.
+"""Decoding speed: sentences per second, greedy and beam, with the cache against without it,
+and (``--engines``) our decoder against CTranslate2's.
 
     python -m minitrans.benchmark_decoding RUN_OR_CHECKPOINT [--split test] [--beams 1 5]
                                           [--limit N] [--repeats R] [--threads T] [--json PATH]
+    python -m minitrans.benchmark_decoding RUN --engines torch,ctranslate2,ctranslate2-int8 [--threads 1 0]
 
 The sentences are a split of the run's own corpus (Multi30k's test_2016_flickr for a
 Multi30k run, the generated test split for a generated-corpus run) unless given. Both paths
 translate the same sentences in the same run, alternating, and the best of ``repeats`` timings
 of each is kept, so a busy machine slows both alike; the report says whether their outputs
 are identical (they must be).
+
+With ``--engines``, each engine translates the split at each beam size and thread count (0: every
+core), taking turns in one process: ``torch`` is our cached decoder, ``ctranslate2`` the float32
+export of the same checkpoint, ``ctranslate2-int8`` its int8 export (both made in a temporary
+folder). The report gives sentences per second, BLEU against the references, and how many
+outputs differ from ours. Tokenisation is left out of every timing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,6 +110,112 @@ def format_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+ENGINES = {"torch": None, "ctranslate2": "float32", "ctranslate2-int8": "int8"}  # engine -> export quantization
+
+
+def benchmark_engines(
+    checkpoint: str | Path,
+    engines: Sequence[str] = tuple(ENGINES),
+    split: str = "test",
+    beams: Sequence[int] = (1, 5),
+    threads: Sequence[int] = (1, 0),
+    limit: int | None = None,
+    repeats: int = 1,
+    length_penalty: float = 0.6,
+) -> dict:
+    """Our decoder and CTranslate2 side by side on one split: for each thread count (0: all
+    cores) and beam size, each engine's sentences per second, BLEU, and outputs that differ
+    from the ``torch`` engine's (when it runs). Returns a plain dict::
+
+        {"checkpoint", "split", "sentences", "cores", "engines",
+         "results": [{"threads", "beam", "engine", "sents_per_s", "seconds", "cpu_seconds",
+                      "sents_per_cpu_s", "bleu", "differing_sentences"}, ...]}
+    """
+    from minitrans.ct2 import Ct2Translator
+    from minitrans.export import export_ctranslate2
+    from minitrans.metrics import corpus_scores
+
+    unknown = [name for name in engines if name not in ENGINES]
+    if unknown:
+        raise ValueError(f"unknown engine {unknown[0]!r}; choose from {', '.join(ENGINES)}")
+    ours = Translator.from_checkpoint(checkpoint, "cpu")
+    sentences, references, split = load_run_split(ours.config, split)
+    sentences, references = list(sentences)[:limit], list(references)[:limit]
+    src_ids = ours.encode(sentences)
+    cores = os.cpu_count() or 1
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = {
+            name: export_ctranslate2(checkpoint, Path(tmp) / name, None if quant == "float32" else quant)
+            for name, quant in ENGINES.items()
+            if quant and name in engines
+        }
+        for count in threads:
+            count = count or cores
+            torch.set_num_threads(count)
+            translators = {
+                name: ours if name == "torch" else Ct2Translator.from_folder(folders[name], "cpu", threads=count)
+                for name in engines
+            }
+            for beam in beams:
+                seconds, cpu, outputs = dict.fromkeys(engines, float("inf")), dict.fromkeys(engines, float("inf")), {}
+                for _ in range(repeats):
+                    for name, translator in translators.items():  # taking turns: a busy machine slows all alike
+                        start, start_cpu = time.perf_counter(), time.process_time()
+                        outputs[name] = translator.translate_encoded(src_ids, beam, length_penalty=length_penalty)
+                        seconds[name] = min(seconds[name], time.perf_counter() - start)
+                        cpu[name] = min(cpu[name], time.process_time() - start_cpu)
+                for name in engines:
+                    hypotheses = [ours.decode(ids) for ids in outputs[name]]
+                    differing = (
+                        sum(a != b for a, b in zip(outputs[name], outputs["torch"])) if "torch" in outputs else None
+                    )
+                    results.append(
+                        {
+                            "threads": count,
+                            "beam": beam,
+                            "engine": name,
+                            "sents_per_s": len(sentences) / seconds[name],
+                            "seconds": seconds[name],
+                            "cpu_seconds": cpu[name],  # every thread of this process; steadier on a shared machine
+                            "sents_per_cpu_s": len(sentences) / cpu[name],
+                            "bleu": corpus_scores(hypotheses, references)["bleu"],
+                            "differing_sentences": differing,
+                        }
+                    )
+    return {
+        "checkpoint": str(checkpoint),
+        "split": split,
+        "sentences": len(sentences),
+        "cores": cores,
+        "engines": list(engines),
+        "length_penalty": length_penalty,
+        "results": results,
+    }
+
+
+def format_engines_table(report: dict) -> str:
+    """One line per thread count, beam size and engine; speed (per wall second and per CPU second
+    of the process) relative to CTranslate2 float32."""
+    lines = [
+        f"{report['split']} ({report['sentences']} sentences, {report['cores']} cores)",
+        f"{'threads':>7}  {'beam':>4}  {'engine':<17}  {'sent/s':>8}  {'vs ct2':>6}  {'sent/CPU-s':>10}  {'vs ct2':>6}"
+        f"  {'BLEU':>6}  differ from torch",
+    ]
+    rows = report["results"]
+    anchor = {(r["threads"], r["beam"]): r for r in rows if r["engine"] == "ctranslate2"}
+    for row in rows:
+        ref = anchor.get((row["threads"], row["beam"]))
+        wall = row["sents_per_s"] / ref["sents_per_s"] if ref else float("nan")
+        cpu = row["sents_per_cpu_s"] / ref["sents_per_cpu_s"] if ref else float("nan")
+        differ = "-" if row["differing_sentences"] is None else str(row["differing_sentences"])
+        lines.append(
+            f"{row['threads']:>7}  {row['beam']:>4}  {row['engine']:<17}  {row['sents_per_s']:>8.1f}  {wall:>5.2f}x"
+            f"  {row['sents_per_cpu_s']:>10.1f}  {cpu:>5.2f}x  {row['bleu']:>6.2f}  {differ}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minitrans.benchmark_decoding", description=__doc__.split("\n")[0])
     parser.add_argument("checkpoint", help="a run folder or a .pt checkpoint")
@@ -107,14 +223,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5], help="beam sizes (default: 1 5)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
     parser.add_argument("--repeats", type=int, default=1, help="timings per path; the best is kept")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=None,
+        help="threads (default: torch's choice; with --engines: 1 0, where 0 means every core)",
+    )
+    parser.add_argument(
+        "--engines", default=None, help=f"compare engines, comma-separated from {','.join(ENGINES)} (needs ctranslate2)"
+    )
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, mps or auto")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     from minitrans.checkpoint import CheckpointError
 
+    if args.engines is not None:
+        try:
+            report = benchmark_engines(
+                args.checkpoint,
+                [name.strip() for name in args.engines.split(",") if name.strip()],
+                split=args.split,
+                beams=args.beams,
+                threads=args.threads or (1, 0),
+                limit=args.limit,
+                repeats=args.repeats,
+            )
+        except (CheckpointError, FileNotFoundError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        return _report(format_engines_table(report), report, args.json)
+    if args.threads:
+        torch.set_num_threads(args.threads[0])
     try:
         report = benchmark_decoding(
             args.checkpoint,
@@ -127,10 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(format_table(report))
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return _report(format_table(report), report, args.json)
+
+
+def _report(table: str, report: dict, json_path: Path | None) -> int:
+    print(table)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
