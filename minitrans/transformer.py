@@ -108,8 +108,24 @@ class DecoderLayer(nn.Module):
             return self.self_attn.attend(q, new_cache["k"], new_cache["v"], need_weights=need_weights)
 
         def cross_attention(h):
-            q = self.cross_attn.project_q(h)
-            return self.cross_attn.attend(q, cache["cross_k"], cache["cross_v"], src_mask, need_weights=need_weights)
+            q = self.cross_attn.project_q(h)  # (N, H, 1, Dk)
+            sentences = cache["cross_k"].shape[0]
+            if sentences == q.shape[0]:
+                return self.cross_attn.attend(
+                    q, cache["cross_k"], cache["cross_v"], src_mask, need_weights=need_weights
+                )
+            # Beam search: the K beams of a sentence share its keys and values (kept once per
+            # sentence, see Transformer.reorder_cache), so they attend as K queries of one row.
+            rows, heads, _, width = q.shape
+            beam = rows // sentences
+            q = q.view(sentences, beam, heads, width).transpose(1, 2)  # (n, H, K, Dk)
+            mask = None if src_mask is None else src_mask[::beam]  # (n, 1, 1, S)
+            out, weights = self.cross_attn.attend(
+                q, cache["cross_k"], cache["cross_v"], mask, need_weights=need_weights
+            )  # (n, K, D), (n, H, K, S)
+            if weights is not None:
+                weights = weights.transpose(1, 2).reshape(rows, heads, 1, -1)  # (N, H, 1, S)
+            return out.reshape(rows, 1, -1), weights  # (N, 1, D)
 
         y, self_w = self.self_block(y, self_attention)
         y, cross_w = self.cross_block(y, cross_attention)
@@ -214,6 +230,26 @@ class Transformer(Seq2SeqModel):
                 }
             )
         return layers
+
+    def reorder_cache(self, cache: State, rows: Tensor, beam: int) -> State:
+        """Self-attention keys and values follow ``rows``; the cross-attention keys and values
+        stay one per sentence (a sentence's beams share them) and change only when sentences
+        drop out: then the first row of each group names its sentence's old group."""
+        sentences = len(rows) // beam
+        kept = None if sentences == cache[0]["cross_k"].shape[0] else rows[::beam] // beam  # (n,)
+        return [
+            {
+                "k": layer["k"].index_select(0, rows),  # (N, H, t, Dk)
+                "v": layer["v"].index_select(0, rows),  # (N, H, t, Dv)
+                "cross_k": layer["cross_k"]
+                if kept is None
+                else layer["cross_k"].index_select(0, kept),  # (n, H, S, Dk)
+                "cross_v": layer["cross_v"]
+                if kept is None
+                else layer["cross_v"].index_select(0, kept),  # (n, H, S, Dv)
+            }
+            for layer in cache
+        ]
 
     def step(self, enc: State, tokens: Tensor, cache: State, need_weights: bool = False):
         position = cache[0]["k"].shape[2]

@@ -175,3 +175,33 @@ def test_tiny_model_overfits_one_batch(norm_first):
         loss.backward()
         optimizer.step()
     assert loss.item() < 0.05, f"loss {loss.item():.3f} after 60 steps on one batch"
+
+
+def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
+    """reorder_cache keeps cross-attention keys once per sentence; stepping K beams against them
+    gives what K separate copies give (logits and cross-attention maps), also after a sentence
+    drops out."""
+    from minitrans.interface import select_batch
+
+    model, beam = tiny(num_heads=3, d_k=8), 3
+    src = torch.randint(4, 40, (3, 6))
+    src[1, 4:] = PAD
+    enc, _ = model.encode(src)
+    rows = torch.arange(3).repeat_interleave(beam)  # (N,)
+    enc = select_batch(enc, rows)
+    shared = model.reorder_cache(model.init_cache(model.encode(src)[0]), rows, beam)
+    copies = select_batch(model.init_cache(enc), torch.arange(len(rows)))
+    assert shared[0]["cross_k"].shape[0] == 3 and copies[0]["cross_k"].shape[0] == 9
+    for reorder in [torch.tensor([2, 0, 0, 3, 5, 4, 8, 8, 6]), torch.tensor([0, 1, 2, 6, 6, 7])]:
+        tokens = torch.randint(4, 40, (len(rows),))
+        got, shared, got_maps = model.step(enc, tokens, shared, need_weights=True)
+        want, copies, want_maps = model.step(enc, tokens, copies, need_weights=True)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(got_maps["cross"][-1], want_maps["cross"][-1], atol=1e-5, rtol=1e-5)
+        shared = model.reorder_cache(shared, reorder, beam)  # the second reorder drops sentence 1
+        copies, enc, rows = select_batch(copies, reorder), select_batch(enc, reorder), reorder
+    assert shared[0]["cross_k"].shape[0] == 2
+    tokens = torch.randint(4, 40, (len(rows),))
+    torch.testing.assert_close(
+        model.step(enc, tokens, shared)[0], model.step(enc, tokens, copies)[0], atol=1e-5, rtol=1e-5
+    )
