@@ -258,3 +258,26 @@ def test_export_script_without_ctranslate2_is_one_line(tmp_path):
         done.stderr
         == "error: ctranslate2 is not installed: pip install 'minitrans[export]' (or: pip install ctranslate2)\n"
     )
+
+
+# -- the side-by-side benchmark ---------------------------------------------------------------
+@needs_ct2
+def test_benchmark_puts_our_decoder_beside_ctranslate2(exported, monkeypatch, capsys, tmp_path):
+    from minitrans import benchmark_decoding as bench
+
+    run, _ = exported
+    monkeypatch.setattr(bench, "load_run_split", lambda config, split: (SENTENCES[:12], SENTENCES[:12], "given"))
+    report = bench.benchmark_engines(run, ("torch", "ctranslate2", "ctranslate2-int8"), beams=(1, 3), threads=(1,))
+    rows = {(row["beam"], row["engine"]): row for row in report["results"]}
+    assert len(rows) == 6 and all(row["sents_per_s"] > 0 and row["threads"] == 1 for row in rows.values())
+    assert rows[1, "ctranslate2"]["differing_sentences"] == rows[3, "ctranslate2"]["differing_sentences"] == 0
+    assert rows[1, "torch"]["bleu"] == rows[1, "ctranslate2"]["bleu"]
+    assert "ctranslate2-int8" in bench.format_engines_table(report)
+    out = tmp_path / "engines.json"
+    assert (
+        bench.main([str(run), "--engines", "torch,ctranslate2", "--beams", "2", "--threads", "1", "--json", str(out)])
+        == 0
+    )
+    assert "vs ct2" in capsys.readouterr().out and len(json.loads(out.read_text())["results"]) == 2
+    assert bench.main([str(run), "--engines", "torch,onnx"]) == 1
+    assert "unknown engine 'onnx'" in capsys.readouterr().err
