@@ -293,3 +293,11 @@ def test_the_search_goes_on_while_a_longer_sentence_could_still_win_at_alpha_one
     model.DEFAULT = {7: 0.99, 6: 0.009, EOS_ID: 0.001}  # EOS never among the top K: no early end
     for use_cache in (True, False):
         assert beam_search(model, SRC, beam_size=2, alpha=1.0, max_output_len=8, use_cache=use_cache) == [[4] + [7] * 7]
+
+
+def test_with_a_negative_alpha_the_bound_uses_the_shortest_length_an_open_beam_can_reach():
+    # alpha = -1 favours short sentences: lp(L) = 6 / (5 + L). After one step the empty sentence
+    # has ended (log 0.42 = -0.868); the open beam [4] (log 0.48) can still end at length 2,
+    # where it scores at best 7/6 · log 0.48 = -0.856: the search must go on, and [4] + EOS wins.
+    model = ScriptedModel({(): {EOS_ID: 0.42, 4: 0.48, 5: 0.10}, (4,): {EOS_ID: 0.999, 6: 0.001}})
+    assert beam_search(model, SRC, beam_size=2, alpha=-1.0) == [[4]]

@@ -69,7 +69,10 @@ def test_two_processes_resume_a_run_and_match_one_process(tmp_path, tiny_overrid
     assert "resumed from" in (run / "train.log").read_text() and "2 process(es)" in (run / "train.log").read_text()
     assert result.stdout.count("test BLEU") == 1  # only rank 0 reports
 
-    reference, resumed = scalars(tmp_path / "one", "train/loss_label_smoothed"), scalars(run, "train/loss_label_smoothed")
+    reference, resumed = (
+        scalars(tmp_path / "one", "train/loss_label_smoothed"),
+        scalars(run, "train/loss_label_smoothed"),
+    )
     assert sorted(resumed) == list(range(5, 13))
     for step in resumed:
         assert resumed[step] == pytest.approx(reference[step], rel=LOSS_TOLERANCE), step

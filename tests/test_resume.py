@@ -85,7 +85,9 @@ def test_a_killed_run_resumes_bitwise_at_an_epoch_boundary_and_mid_epoch(tmp_pat
     assert finished.returncode == 0, finished.stderr
     assert "resumed from" in (run / "train.log").read_text()
     assert_bitwise_equal(weights(run), weights(reference))
-    assert scalars(run, "train/loss_label_smoothed") == scalars(reference, "train/loss_label_smoothed")  # every step, 1..40
+    assert scalars(run, "train/loss_label_smoothed") == scalars(
+        reference, "train/loss_label_smoothed"
+    )  # every step, 1..40
     assert state(run)["step"] == 40 and state(run)["epoch"] == state(reference)["epoch"]
 
 
