@@ -1,7 +1,9 @@
 """Compare finished runs: a Markdown table, a heads × d_k BLEU heatmap, BLEU by source length.
 
 Reads each run's ``summary.json`` (written by the trainer at the end of a run), so it works
-on any set of runs: one sweep folder, several, or single run folders. A sweep job that was
+on any set of runs: one sweep folder, several, or single run folders; and the results
+``evaluate.py`` left in each run's ``eval/`` folder (``{split}.beam{K}.json``), so a later
+beam-search score of a run stands in the table beside its greedy one. A sweep job that was
 refused (an impossible combination) or has not finished has a folder without a summary; it
 is listed under the table with the reason its log gives.
 
@@ -19,7 +21,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -27,13 +29,17 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from minitrans.viz import model_color
+
 SUMMARY = "summary.json"
+EVAL_DIR = "eval"  # evaluate.py's results: RUN/eval/{split}.beam{K}.json
 
 
 @dataclass
 class Run:
     folder: Path
     summary: dict
+    evals: list[dict] = field(default_factory=list)  # evaluate.py's reports, from folder/eval/
 
     @property
     def job(self) -> str:
@@ -93,6 +99,31 @@ def _skip_reason(folder: Path) -> str:
     return "no summary.json (refused, failed or still running)"
 
 
+def read_evals(folder: Path) -> list[dict]:
+    """``evaluate.py``'s reports in ``folder/eval`` (unreadable files are skipped), in name order."""
+    reports = []
+    for path in sorted((Path(folder) / EVAL_DIR).glob("*.json")):
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and {"split", "beam", "bleu"} <= report.keys():
+            reports.append(report)
+    return reports
+
+
+def eval_columns(runs: Sequence[Run]) -> list[tuple[str, int]]:
+    """Every (split, beam) that evaluate.py scored for some run, in a stable order."""
+    found = {(report["split"], int(report["beam"])) for run in runs for report in run.evals}
+    return sorted(found)
+
+
+def _eval_report(run: Run, split: str, beam: int) -> dict:
+    """The run's latest report for (split, beam); several with --limit: the most sentences."""
+    matches = [r for r in run.evals if r["split"] == split and int(r["beam"]) == beam]
+    return max(matches, key=lambda r: r.get("sentences", 0), default={})
+
+
 def find_runs(paths: Iterable[str | Path]) -> tuple[list[Run], list[Skipped]]:
     """Runs under ``paths`` (run folders or folders holding them, e.g. a sweep), in job
     order, and the sweep jobs that left no summary."""
@@ -103,7 +134,9 @@ def find_runs(paths: Iterable[str | Path]) -> tuple[list[Run], list[Skipped]]:
             raise FileNotFoundError(f"{path}: no such file or folder")
         files = [path] if path.is_file() else ([path / SUMMARY] if (path / SUMMARY).exists() else path.rglob(SUMMARY))
         for file in files:
-            runs[file.parent.resolve()] = Run(file.parent, json.loads(file.read_text(encoding="utf-8")))
+            runs[file.parent.resolve()] = Run(
+                file.parent, json.loads(file.read_text(encoding="utf-8")), read_evals(file.parent)
+            )
         if path.is_dir():
             for hydra_dir in path.rglob(".hydra"):
                 job = hydra_dir.parent
@@ -147,6 +180,11 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
+def _count(value) -> str:
+    """Steps, parameters …: with thousands separators, as 3,000 beside 1,184,208."""
+    return f"{value:,}" if isinstance(value, int) else "–"
+
+
 def _number(value: float | None, digits: int = 2) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
@@ -157,7 +195,10 @@ def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> st
     header = ["run", "model", "heads", "d_k", "d_model", "parameters", "steps", "training time", "valid BLEU"]
     for split in splits:
         header += [f"{split} BLEU", f"{split} chrF"]
-    align = ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"] + ["---:"] * 2 * len(splits)
+    evals = eval_columns(runs)
+    header += [f"{split} BLEU, beam {beam} (evaluate.py)" for split, beam in evals]
+    align = ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]
+    align += ["---:"] * (2 * len(splits) + len(evals))
     rows = []
     for run in runs:
         model = run.model
@@ -167,14 +208,18 @@ def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> st
             str(run.num_heads) if run.num_heads else "–",
             str(run.d_k) if run.d_k else "–",
             str(model.get("d_model", "–")),
-            f"{run.summary.get('params', 0):,}",
-            str(run.summary.get("steps", "–")),
+            _count(run.summary.get("params")),
+            _count(run.summary.get("steps")),
             _duration(run.summary.get("train_seconds")),
             _number(run.summary.get("valid", {}).get("bleu")),
         ]
         for split in splits:
             scores = run.summary.get("test_splits", {}).get(split) or (run.test() if split == "test" else {})
             cells += [_number(scores.get("bleu")), _number(scores.get("chrf"))]
+        for split, beam in evals:
+            report = _eval_report(run, split, beam)
+            limited = f" (n={report['sentences']:,})" if report.get("limit") else ""
+            cells.append(_number(report.get("bleu")) + limited)
         rows.append(cells)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
@@ -244,35 +289,56 @@ def _bucket_order(label: str) -> int:
     return int(re.match(r"\d+", label).group()) if re.match(r"\d+", label) else 10**9
 
 
+MARKERS = "osD^v<>pPX*h"
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def line_styles(kinds: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(colour, marker, line style) per run. Runs of several model kinds: the colour is the
+    kind's fixed colour (:data:`minitrans.viz.MODEL_COLORS`, the same in every plot), and
+    marker and line style tell runs of one kind apart. Runs of one kind (a sweep): the colour
+    tells the runs apart."""
+    if len(set(kinds)) > 1:
+        seen: dict[str, int] = {}
+        styles = []
+        for index, kind in enumerate(kinds):
+            n = seen[kind] = seen.get(kind, -1) + 1
+            styles.append((model_color(kind, index), MARKERS[n % len(MARKERS)], LINESTYLES[n % len(LINESTYLES)]))
+        return styles
+    colors = matplotlib.colormaps["tab10" if len(kinds) <= 10 else "tab20"].colors
+    return [
+        (matplotlib.colors.to_hex(colors[i % len(colors)]), MARKERS[i % len(MARKERS)], "-") for i in range(len(kinds))
+    ]
+
+
 def plot_bleu_by_length(
     runs: Sequence[Run], path: str | Path, split: str | None = None, title: str | None = None
 ) -> Path | None:
     """Test BLEU by source-length bucket, one line per run (in the spirit of Bahdanau et al.,
     2015, Figure 2); None if no run has per-bucket scores or all sentences share one bucket."""
-    series = [(label, run.test(split).get("by_length") or []) for run, label in zip(runs, run_labels(runs))]
-    series = [(label, buckets) for label, buckets in series if buckets]
+    series = [(label, run.test(split).get("by_length") or [], run.kind) for run, label in zip(runs, run_labels(runs))]
+    series = [(label, buckets, kind) for label, buckets, kind in series if buckets]
     if not series:
         return None
-    labels = sorted({b["bucket"] for _, buckets in series for b in buckets}, key=_bucket_order)
+    labels = sorted({b["bucket"] for _, buckets, _ in series for b in buckets}, key=_bucket_order)
     if len(labels) < 2:
         return None
     counts = {}
-    for _, buckets in series:
+    for _, buckets, _ in series:
         for b in buckets:
             counts.setdefault(b["bucket"], set()).add(b["count"])
     ticks = [f"{label}\n(n={counts[label].pop()})" if len(counts[label]) == 1 else label for label in labels]
     fig = Figure(figsize=(7.5 if len(series) <= 8 else 10, 4.5), dpi=120, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    markers = "osD^v<>pPX*h"
-    colors = matplotlib.colormaps["tab10" if len(series) <= 10 else "tab20"].colors
-    for index, (label, buckets) in enumerate(series):
+    for (label, buckets, _), (color, marker, style) in zip(series, line_styles([kind for _, _, kind in series])):
         by_label = {b["bucket"]: b["bleu"] for b in buckets}
         ax.plot(
             [i for i, name in enumerate(labels) if name in by_label],
             [by_label[name] for name in labels if name in by_label],
-            marker=markers[index % len(markers)],
-            color=colors[index % len(colors)],
+            marker=marker,
+            linestyle=style,
+            color=color,
             label=label,
         )
     ax.set_xticks(range(len(labels)), ticks)
@@ -339,9 +405,12 @@ __all__ = [
     "Skipped",
     "compare",
     "comparison_table",
+    "eval_columns",
     "find_runs",
     "heads_dk_grid",
+    "line_styles",
     "plot_bleu_by_length",
     "plot_heads_dk",
+    "read_evals",
     "run_labels",
 ]

@@ -28,11 +28,14 @@ import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+if TYPE_CHECKING:  # tensors come in, but plotting needs no torch: compare.py starts without it
+    import torch
 
 KIND_TITLES = {
     "enc_self": "encoder self-attention",

@@ -12,8 +12,24 @@ import sys
 from minitrans.compare import compare
 
 
+DESCRIPTION = "Compare finished runs: a Markdown table of their scores, and plots across them."
+EPILOG = """\
+writes, into the sweep folder (or --out):
+  comparison.md       one row per run: size, steps, training time, valid and test BLEU/chrF,
+                      and a column per evaluate.py result found in RUN/eval/ (e.g. beam 5)
+  heads_dk_bleu.png   test BLEU over num_heads x d_k, when the runs vary them
+  bleu_by_length.png  test BLEU by source length, one line per run
+
+example:
+  python scripts/compare.py multirun/2026-12-01/10-00-00
+  python scripts/compare.py outputs/run_a outputs/run_b --out comparison/
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="compare.py", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("paths", nargs="+", help="sweep folders, run folders or summary.json files")
     parser.add_argument(
         "--out", help="folder for the table and plots (default: the one folder given, or their common parent)"

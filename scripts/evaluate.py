@@ -4,9 +4,11 @@
 The corpus comes from the run's own configuration (stored in the checkpoint): the generated
 corpus is regenerated from its seed; Multi30k is read from --data-root, else the run's
 data.root, else data/multi30k. Reports BLEU (cased, detokenised, 13a), chrF and lower-cased
-BLEU, and BLEU by source length; writes RUN/eval/{split}.beam{K}.hyp.txt and .json, where RUN
-is the run folder (for a .pt file inside RUN/checkpoints/, that RUN; else the file's folder). A folder
-written by scripts/export.py is scored through CTranslate2 and gets its own eval/.
+BLEU, and BLEU by source length; writes {split}.beam{K}.hyp.txt and .json into --out, by
+default RUN/eval/, where RUN is the run folder (for a .pt file inside RUN/checkpoints/, that
+RUN; else the file's folder), and where compare.py finds them. A folder written by
+scripts/export.py is scored through CTranslate2 and gets its own eval/. A progress bar on
+stderr counts the sentences translated (--no-progress hides it).
 """
 
 from __future__ import annotations
@@ -44,6 +46,25 @@ def signatures(hypotheses: list[str], references: list[str]) -> dict[str, str]:
     return out
 
 
+PROGRESS_CHUNK = 128  # sentences translated between two updates of the progress bar
+
+
+def translate_with_progress(translator, sources: list[str], progress: bool, beam: int, **options) -> list[str]:
+    """Translate in chunks of :data:`PROGRESS_CHUNK` sentences, counting them on a tqdm bar
+    (on stderr; none for a single chunk): a long split shows it is moving."""
+    from tqdm.auto import tqdm
+
+    hypotheses: list[str] = []
+    with tqdm(
+        total=len(sources), unit="sent", desc="translate", disable=not progress or len(sources) <= PROGRESS_CHUNK
+    ) as bar:
+        for start in range(0, len(sources), PROGRESS_CHUNK):
+            chunk = sources[start : start + PROGRESS_CHUNK]
+            hypotheses += translator.translate(chunk, beam, **options)
+            bar.update(len(chunk))
+    return hypotheses
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="evaluate.py", description="BLEU and chrF of a checkpoint on a split.")
     parser.add_argument("checkpoint", help="a run folder, a .pt checkpoint or a CTranslate2 export (scripts/export.py)")
@@ -70,6 +91,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--limit", type=cli_number(int, 1), default=None, help="only the first N sentences of the split"
     )
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="default: auto")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder for the hypotheses and the JSON report (default: RUN/eval)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     return args
 
@@ -94,20 +119,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     sources, references = sources[: args.limit], references[: args.limit]
-    hypotheses = translator.translate(
-        sources, args.beam, length_penalty=args.length_penalty, max_output_ratio=args.max_output_ratio
+    hypotheses = translate_with_progress(
+        translator,
+        sources,
+        not args.no_progress,
+        beam=args.beam,
+        length_penalty=args.length_penalty,
+        max_output_ratio=args.max_output_ratio,
     )
     report = {
         "checkpoint": str(checkpoint),
         "split": split,
         "sentences": len(sources),
+        "limit": args.limit,
         "beam": args.beam,
         "length_penalty": args.length_penalty,
         **corpus_scores(hypotheses, references),
         **signatures(hypotheses, references),
         "by_length": bleu_by_length(sources, hypotheses, references),
     }
-    out_dir = run_folder(checkpoint) / "eval"
+    out_dir = args.out if args.out is not None else run_folder(checkpoint) / "eval"
     hyp_path, json_path = out_dir / f"{split}.beam{args.beam}.hyp.txt", out_dir / f"{split}.beam{args.beam}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

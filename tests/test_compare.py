@@ -171,3 +171,38 @@ def test_script_prints_the_table_and_fails_clearly_without_runs(sweep, tmp_path,
     empty.mkdir()
     assert script.main([str(empty)]) == 1
     assert "no summary.json under" in capsys.readouterr().err
+
+
+def write_eval(run: Path, split: str, beam: int, bleu: float, sentences: int = 82, limit: int | None = None) -> None:
+    """What evaluate.py writes into RUN/eval/."""
+    report = {"split": split, "beam": beam, "sentences": sentences, "limit": limit, "bleu": bleu, "chrf": bleu + 20}
+    (run / "eval").mkdir(exist_ok=True)
+    (run / "eval" / f"{split}.beam{beam}.json").write_text(json.dumps(report))
+
+
+def test_evaluate_results_reach_the_table_and_steps_read_like_parameters(tmp_path):
+    a = write_run(tmp_path / "a", summary() | {"steps": 3000})
+    b = write_run(tmp_path / "b", summary(kind="rnn"))
+    write_eval(a, "test", 5, 31.25)
+    write_eval(a, "test", 1, 29.5, sentences=10, limit=10)
+    write_eval(b, "test", 5, 12.0)
+    (a / "eval" / "broken.json").write_text("{")  # skipped, not fatal
+    runs, _ = find_runs([tmp_path])
+    lines = comparison_table(runs).strip().splitlines()
+    assert lines[0].endswith("| test BLEU, beam 1 (evaluate.py) | test BLEU, beam 5 (evaluate.py) |")
+    assert lines[2].endswith("| 29.50 (n=10) | 31.25 |")  # a --limit run says so
+    assert lines[3].endswith("| – | 12.00 |")
+    assert "| 123,456 | 3,000 |" in lines[2]
+
+
+def test_each_model_kind_keeps_its_colour_across_plots(tmp_path):
+    from minitrans.compare import line_styles
+    from minitrans.viz import MODEL_COLORS
+
+    one = line_styles(["transformer", "rnn", "rnn_attention"])
+    other = line_styles(["rnn_attention", "transformer", "rnn", "transformer"])  # another order, a repeat
+    assert [color for color, _, _ in one] == [MODEL_COLORS[k] for k in ("transformer", "rnn", "rnn_attention")]
+    assert other[1][0] == other[3][0] == MODEL_COLORS["transformer"]
+    assert other[1][1:] != other[3][1:]  # two Transformers: told apart by marker and line style
+    sweep = line_styles(["transformer"] * 3)  # one kind: colour tells the runs apart
+    assert len({color for color, _, _ in sweep}) == 3
