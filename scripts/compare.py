@@ -11,7 +11,6 @@ import sys
 
 from minitrans.compare import compare
 
-
 DESCRIPTION = "Compare finished runs: a Markdown table of their scores, and plots across them."
 EPILOG = """\
 writes, into the sweep folder (or --out):
