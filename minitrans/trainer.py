@@ -394,7 +394,7 @@ class Trainer:
     def finish(self) -> dict:
         cfg, state = self.cfg, self.state
         chosen = self.final_weights()
-        valid = self.validate(to_tensorboard=False)  # the chosen weights; TensorBoard has them as final/* hparams
+        valid = self.validate(to_tensorboard=False)  # the chosen weights; TensorBoard has them as ~final/* HPARAMS metrics
         tests = {name: self.data[name] for name in cfg.data.test_splits}
         splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir)
         summary = {
