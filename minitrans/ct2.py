@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from minitrans.checkpoint import CheckpointError
+from minitrans.coverage import TrainingRecord
 from minitrans.decoding import Hypothesis, length_limits
 from minitrans.decoding import length_penalty as gnmt_penalty
 from minitrans.scoring import hard_alignment
@@ -70,9 +71,20 @@ def load_translator(path: str | Path, device: str | torch.device = "auto", **eng
 class Ct2Translator(Translator):
     """Text in, text out through a ``ctranslate2.Translator``; no PyTorch model, no attention maps."""
 
-    def __init__(self, engine, tokenizer: Tokenizer, max_len: int, config: dict | None = None, metadata=None):
-        super().__init__(None, tokenizer, max_len, torch.device("cpu"), config)
-        self.engine, self.metadata = engine, metadata or {}
+    def __init__(
+        self,
+        engine,
+        tokenizer: Tokenizer,
+        max_len: int,
+        config: dict | None = None,
+        metadata: dict | None = None,
+        path: Path | None = None,
+    ):
+        metadata = metadata or {}
+        state = metadata.get("training_data")  # the training corpus' record, as the checkpoint had it
+        record = TrainingRecord.from_state(state) if state else None
+        super().__init__(None, tokenizer, max_len, torch.device("cpu"), config, record, path)
+        self.engine, self.metadata = engine, metadata
         self._suppress = [[tokenizer.tgt.id_to_piece(i)] for i in (tokenizer.pad_id, tokenizer.bos_id)]
 
     @classmethod
@@ -98,7 +110,7 @@ class Ct2Translator(Translator):
         except (RuntimeError, ValueError) as error:
             reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise Ct2Error(f"{path}: CTranslate2 cannot load it ({reason})") from None
-        return cls(engine, tokenizer, max_len, metadata.get("config"), metadata)
+        return cls(engine, tokenizer, max_len, metadata.get("config"), metadata, path)
 
     def search_encoded(
         self,

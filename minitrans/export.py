@@ -199,6 +199,8 @@ def export_ctranslate2(
         "max_len": translator.max_len,
         "joint_vocab": tokenizer.is_joint,
         "config": translator.config,
+        # what translate.py --info reports and its unseen-word warnings draw on
+        "training_data": translator.record.to_state() if translator.record is not None else None,
     }
     with tempfile.TemporaryDirectory() as tmp:
         staging = Path(tmp)
