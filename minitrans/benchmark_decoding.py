@@ -31,7 +31,9 @@ from pathlib import Path
 
 import torch
 
-from minitrans.translate import Translator, load_run_split
+from minitrans.config import DecodingOptions
+from minitrans.data.corpus import load_run_split
+from minitrans.translate import Translator
 
 
 def benchmark_decoding(
@@ -41,7 +43,7 @@ def benchmark_decoding(
     beams: Sequence[int] = (1, 5),
     repeats: int = 1,
     limit: int | None = None,
-    length_penalty: float = 0.6,
+    length_penalty: float = DecodingOptions.length_penalty,
     device: str = "cpu",
 ) -> dict:
     """Time cached and uncached decoding of ``sentences`` (default: ``split`` of the run's
@@ -67,9 +69,8 @@ def benchmark_decoding(
         for _ in range(repeats):
             for use_cache in (True, False):
                 start = time.perf_counter()
-                outputs[use_cache] = translator.translate_encoded(
-                    src_ids, beam, length_penalty=length_penalty, use_cache=use_cache
-                )
+                options = DecodingOptions(beam_size=beam, length_penalty=length_penalty, use_cache=use_cache)
+                outputs[use_cache] = translator.translate_encoded(src_ids, options)
                 seconds[use_cache] = min(seconds[use_cache], time.perf_counter() - start)
         differing = sum(a != b for a, b in zip(outputs[True], outputs[False]))
         results.append(

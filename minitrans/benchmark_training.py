@@ -40,46 +40,46 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitrans.config import TransformerConfig
+from minitrans.data.batching import Batch
+from minitrans.models import VocabSizes, build_model
 from minitrans.tokenizer import PAD_ID
-from minitrans.transformer import SinusoidalPositions, Transformer
+from minitrans.train_step import make_optimizer, train_step
+from minitrans.transformer import SinusoidalPositions
 
 
-@dataclass(frozen=True)
-class ModelSize:
-    d_model: int
-    num_heads: int
-    d_ff: int
-    num_encoder_layers: int
-    num_decoder_layers: int
+def _size(d_model: int, num_heads: int, d_ff: int, layers: int) -> TransformerConfig:
+    return TransformerConfig(
+        d_model=d_model, num_heads=num_heads, d_ff=d_ff, num_encoder_layers=layers, num_decoder_layers=layers
+    )
 
 
 SIZES = {
-    "tiny": ModelSize(64, 4, 128, 1, 1),  # smoke tests
-    "small": ModelSize(256, 8, 1024, 3, 3),  # Multi30k-sized
-    "large": ModelSize(512, 8, 2048, 6, 6),  # Transformer-base
+    "tiny": _size(64, 4, 128, 1),  # smoke tests
+    "small": _size(256, 8, 1024, 3),  # Multi30k-sized
+    "large": _size(512, 8, 2048, 6),  # Transformer-base
 }
 MODEL_NAMES = ("minitrans", "torch")
+LR, BETAS, LABEL_SMOOTHING, CLIP_GRAD_NORM = 1e-4, (0.9, 0.98), 0.1, 1.0  # a fixed rate: no schedule to time
 
 
 # -- the reference: torch.nn.Transformer inside the same embeddings and output layer ------------
 class TorchTransformer(nn.Module):
     """``torch.nn.Transformer`` with minitrans' embeddings, positions and tied output layer."""
 
-    def __init__(self, vocab_size: int, pad_id: int, size: ModelSize, dropout: float, norm_first: bool) -> None:
+    def __init__(self, vocab_size: int, pad_id: int, size: TransformerConfig) -> None:
         super().__init__()
         self.pad_id, self.d_model = pad_id, size.d_model
         self.embed = nn.Embedding(vocab_size, size.d_model, padding_idx=pad_id)
-        self.positions = SinusoidalPositions(size.d_model, 256)
-        self.dropout = nn.Dropout(dropout)
+        self.positions = SinusoidalPositions(size.d_model, size.max_len)
+        self.dropout = nn.Dropout(size.dropout)
         with warnings.catch_warnings():  # the nested-tensor fast path is for inference only
             warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
             self.core = nn.Transformer(
@@ -88,9 +88,9 @@ class TorchTransformer(nn.Module):
                 size.num_encoder_layers,
                 size.num_decoder_layers,
                 size.d_ff,
-                dropout,
+                size.dropout,
                 batch_first=True,
-                norm_first=norm_first,
+                norm_first=size.norm_first,
             )
         self.output = nn.Linear(size.d_model, vocab_size)
         self.output.weight = self.embed.weight
@@ -112,23 +112,11 @@ class TorchTransformer(nn.Module):
         return self.output(out)  # (B, T, V)
 
 
-def build_model(name: str, vocab_size: int, size: ModelSize, dropout: float, norm_first: bool) -> nn.Module:
+def build(name: str, vocab_size: int, size: TransformerConfig) -> nn.Module:
+    """The minitrans Transformer as the trainer builds it (one joint vocabulary), or its twin."""
     if name == "torch":
-        return TorchTransformer(vocab_size, PAD_ID, size, dropout, norm_first)
-    return Transformer(
-        vocab_size,
-        vocab_size,
-        PAD_ID,
-        d_model=size.d_model,
-        num_heads=size.num_heads,
-        d_ff=size.d_ff,
-        num_encoder_layers=size.num_encoder_layers,
-        num_decoder_layers=size.num_decoder_layers,
-        dropout=dropout,
-        norm_first=norm_first,
-        share_embeddings=True,
-        tie_output=True,
-    )
+        return TorchTransformer(vocab_size, PAD_ID, size)
+    return build_model(size, VocabSizes(vocab_size, vocab_size, PAD_ID, is_joint=True))
 
 
 # -- batches ------------------------------------------------------------------------------
@@ -195,36 +183,24 @@ def load_batches(data: str, vocab_size: int, batch_tokens: int, count: int, cach
     return batches, info
 
 
-# -- one training step ----------------------------------------------------------------------
-def token_loss(logits: Tensor, tgt_out: Tensor, label_smoothing: float) -> Tensor:
-    """The trainer's loss, ``minitrans.evaluation.token_loss`` (a test holds them equal), here
-    so that the memory subprocesses need not import the evaluation stack."""
-    return F.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]).float(),
-        tgt_out.reshape(-1),
-        ignore_index=PAD_ID,
-        label_smoothing=label_smoothing,
-        reduction="sum",
-    )
-
-
-def make_step(model: nn.Module, device: torch.device, label_smoothing: float = 0.1, clip: float = 1.0):
-    """The trainer's step: forward, loss, backward, clip, Adam (bfloat16 autocast on CUDA).
-    The returned function takes a batch with ``src``, ``tgt_in``, ``tgt_out``, ``num_tgt_tokens``."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98))
-    use_autocast = device.type == "cuda"
+# -- one training step: the trainer's own (minitrans.train_step) ----------------------------
+def make_step(model: nn.Module, device: torch.device):
+    """The trainer's step at a fixed learning rate: forward, loss, backward, clip, Adam, under
+    bfloat16 autocast on CUDA. The returned function takes a :class:`~minitrans.data.Batch`."""
+    optimizer = make_optimizer(model.parameters(), LR, BETAS)
+    autocast_dtype = torch.bfloat16 if device.type == "cuda" else None
 
     def step(batch) -> None:
-        model.train()
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_autocast):
-            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-            loss = token_loss(logits, batch.tgt_out, label_smoothing) / batch.num_tgt_tokens
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
+        train_step(
+            model,
+            optimizer,
+            batch,
+            loss_scale=1.0 / batch.num_tgt_tokens,
+            label_smoothing=LABEL_SMOOTHING,
+            clip_grad_norm=CLIP_GRAD_NORM,
+            autocast_dtype=autocast_dtype,
+        )
 
-    step.optimizer = optimizer
     return step
 
 
@@ -265,7 +241,7 @@ def time_interleaved(steps: dict, batches: list, warmup: int, repeats: int, devi
 
 
 # -- FLOPs and the machine's matmul rate ------------------------------------------------------
-def training_flops(size: ModelSize, vocab_size: int, batch_size: int, src_len: int, tgt_len: int) -> float:
+def training_flops(size: TransformerConfig, vocab_size: int, batch_size: int, src_len: int, tgt_len: int) -> float:
     """Analytic FLOPs of one training step on a padded (B, S) / (B, T) batch (see module doc)."""
     d, f, le, ld = size.d_model, size.d_ff, size.num_encoder_layers, size.num_decoder_layers
     macs = batch_size * src_len * (le * (4 * d * d + 2 * d * f) + ld * 2 * d * d)
@@ -333,9 +309,8 @@ def _memory_probe(spec_path: str) -> None:
     spec = torch.load(spec_path, weights_only=True)  # plain values and tensors only
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)
-    batches = [SimpleNamespace(src=s, tgt_in=i, tgt_out=o, num_tgt_tokens=n) for s, i, o, n in spec["batches"]]
-    size = ModelSize(**spec["size"])
-    model = build_model(spec["name"], spec["vocab_size"], size, spec["dropout"], spec["norm_first"])
+    batches = [Batch(s, i, o, n) for s, i, o, n in spec["batches"]]
+    model = build(spec["name"], spec["vocab_size"], TransformerConfig(**spec["size"]))
     step = make_step(model, torch.device("cpu"))
     _reset_peak_rss()
     before = _peak_rss_mib()
@@ -344,10 +319,10 @@ def _memory_probe(spec_path: str) -> None:
     print(json.dumps({"before_mib": before, "peak_mib": _peak_rss_mib()}))
 
 
-def peak_memory_mib(name: str, size: ModelSize, vocab_size: int, batches, dropout, norm_first, device) -> dict:
+def peak_memory_mib(name: str, size: TransformerConfig, vocab_size: int, batches, device) -> dict:
     if device.type == "cuda":
         torch.manual_seed(0)
-        model = build_model(name, vocab_size, size, dropout, norm_first).to(device)
+        model = build(name, vocab_size, size).to(device)
         step = make_step(model, device)
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -362,8 +337,8 @@ def peak_memory_mib(name: str, size: ModelSize, vocab_size: int, batches, dropou
     with tempfile.TemporaryDirectory() as tmp:
         spec_path = str(Path(tmp) / "spec.pt")
         fields = [(b.src, b.tgt_in, b.tgt_out, b.num_tgt_tokens) for b in batches]
-        spec = {"name": name, "size": asdict(size), "vocab_size": vocab_size, "dropout": dropout}
-        spec |= {"norm_first": norm_first, "threads": torch.get_num_threads(), "batches": fields}
+        spec = {"name": name, "size": asdict(size), "vocab_size": vocab_size}
+        spec |= {"threads": torch.get_num_threads(), "batches": fields}
         torch.save(spec, spec_path)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
         done = subprocess.run(
@@ -398,16 +373,17 @@ def ratio_figures(seconds: list[float], reference_seconds: list[float]) -> dict:
     return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "per_repeat": ratios}
 
 
-def benchmark_size(name: str, size: ModelSize, batches, vocab_size, options, device) -> dict:
+def benchmark_size(name: str, size: TransformerConfig, batches, vocab_size, options, device) -> dict:
+    size = replace(size, dropout=options["dropout"], norm_first=options["norm_first"])
     models, steps = {}, {}
     for model_name in MODEL_NAMES:
         torch.manual_seed(0)
-        models[model_name] = build_model(model_name, vocab_size, size, options["dropout"], options["norm_first"])
+        models[model_name] = build(model_name, vocab_size, size)
         models[model_name].to(device)
         steps[model_name] = make_step(models[model_name], device)
     if options.get("compile"):
         torch.manual_seed(0)
-        compiled = build_model("minitrans", vocab_size, size, options["dropout"], options["norm_first"]).to(device)
+        compiled = build("minitrans", vocab_size, size).to(device)
         steps["minitrans+compile"] = make_step(torch.compile(compiled, dynamic=True), device)
         models["minitrans+compile"] = compiled
     on_device = [b.to(device) for b in batches]
@@ -419,8 +395,7 @@ def benchmark_size(name: str, size: ModelSize, batches, vocab_size, options, dev
     flops = sum(training_flops(size, vocab_size, b.src.shape[0], b.src.shape[1], b.tgt_in.shape[1]) for b in timed)
     result = {
         "size": name,
-        "config": asdict(size)
-        | {"vocab_size": vocab_size, "dropout": options["dropout"], "norm_first": options["norm_first"]},
+        "config": asdict(size) | {"vocab_size": vocab_size},
         "params": {n: sum(p.numel() for p in m.parameters()) for n, m in models.items()},
         "timed_batches": len(timed),
         "target_tokens_per_pass": tokens,
@@ -436,26 +411,15 @@ def benchmark_size(name: str, size: ModelSize, batches, vocab_size, options, dev
     }
     del models, steps
     if options["memory"]:
-        result["peak_memory"] = {
-            n: peak_memory_mib(n, size, vocab_size, timed, options["dropout"], options["norm_first"], device)
-            for n in MODEL_NAMES
-        }
+        result["peak_memory"] = {n: peak_memory_mib(n, size, vocab_size, timed, device) for n in MODEL_NAMES}
     return result
 
 
-def decoding_figures(checkpoint: str, device: torch.device, quick: bool) -> dict:
-    """The translation benchmark's figures, if ``minitrans.benchmark_decoding`` exists."""
-    import inspect
+def decoding_figures(checkpoint: str, device: torch.device) -> dict:
+    """The translation benchmark's figures (:mod:`minitrans.benchmark_decoding`)."""
+    from minitrans.benchmark_decoding import benchmark_decoding
 
-    try:
-        from minitrans.benchmark_decoding import benchmark_decoding
-    except ModuleNotFoundError as err:
-        if err.name != "minitrans.benchmark_decoding":
-            raise
-        return {"error": "minitrans.benchmark_decoding is not available"}
-    accepted = inspect.signature(benchmark_decoding).parameters
-    kwargs = {key: value for key, value in {"device": str(device), "quick": quick}.items() if key in accepted}
-    return benchmark_decoding(checkpoint, **kwargs)
+    return benchmark_decoding(checkpoint, device=str(device))
 
 
 def run_benchmark(
@@ -517,14 +481,14 @@ def run_benchmark(
             "warmup": warmup,
             "dropout": dropout,
             "norm_first": norm_first,
-            "label_smoothing": 0.1,
-            "optimizer": "Adam(lr=1e-4, betas=(0.9, 0.98))",
-            "clip_grad_norm": 1.0,
-            "step": "forward + loss + backward + clip + Adam; models take turns batch by batch",
+            "label_smoothing": LABEL_SMOOTHING,
+            "optimizer": f"Adam(lr={LR}, betas={BETAS})",
+            "clip_grad_norm": CLIP_GRAD_NORM,
+            "step": "minitrans.train_step: forward + loss + backward + clip + Adam; models take turns batch by batch",
             "memory_method": MEMORY_METHOD["cuda" if device.type == "cuda" else "cpu"] if memory else None,
         },
         "sizes": results,
-        "decoding": decoding_figures(checkpoint, device, quick) if checkpoint else None,
+        "decoding": decoding_figures(checkpoint, device) if checkpoint else None,
     }
     return out
 
@@ -652,4 +616,4 @@ def main(argv: list[str] | None = None) -> dict:
     return out
 
 
-__all__ = ["SIZES", "ModelSize", "TorchTransformer", "main", "run_benchmark", "training_flops"]
+__all__ = ["SIZES", "TorchTransformer", "build", "main", "run_benchmark", "training_flops"]

@@ -61,6 +61,22 @@ class CheckpointError(RuntimeError):
     """A checkpoint that is missing, truncated, corrupt, unsafe or of the wrong kind."""
 
 
+CHECKPOINT_NAMES = ("averaged.pt", "best.pt", "last.pt")  # a run folder's checkpoints, by preference
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A ``.pt`` file as it is; a run folder (or its ``checkpoints/``) -> averaged.pt if present,
+    else best.pt, else last.pt."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    for folder in (path / "checkpoints", path):
+        for name in CHECKPOINT_NAMES:
+            if (folder / name).is_file():
+                return folder / name
+    raise CheckpointError(f"no checkpoint in {path} (looked for checkpoints/{{{','.join(CHECKPOINT_NAMES)}}})")
+
+
 def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
     """Write atomically: a temporary file in the same folder, fsync, then rename over ``path``."""
     path = Path(path)

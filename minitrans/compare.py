@@ -16,7 +16,6 @@ Files written into the output folder (the sweep folder by default):
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -29,16 +28,17 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from minitrans.summary import SUMMARY_FILE as SUMMARY
+from minitrans.summary import RunSummary
 from minitrans.viz import model_color
 
-SUMMARY = "summary.json"
 EVAL_DIR = "eval"  # evaluate.py's results: RUN/eval/{split}.beam{K}.json
 
 
 @dataclass
 class Run:
     folder: Path
-    summary: dict
+    summary: RunSummary
     evals: list[dict] = field(default_factory=list)  # evaluate.py's reports, from folder/eval/
 
     @property
@@ -54,15 +54,15 @@ class Run:
 
     @property
     def model(self) -> dict:
-        return self.summary.get("config", {}).get("model", {})
+        return self.summary.config.get("model", {})
 
     @property
     def kind(self) -> str:
-        return self.summary.get("model") or self.model.get("kind", "?")
+        return self.summary.model or self.model.get("kind", "?")
 
     @property
     def name(self) -> str:
-        return self.summary.get("name") or self.kind
+        return self.summary.name or self.kind
 
     @property
     def num_heads(self) -> int | None:
@@ -77,8 +77,8 @@ class Run:
     def test(self, split: str | None = None) -> dict:
         """Scores of test split ``split`` (default: the run's first test split)."""
         if split is None:
-            return self.summary["test"]
-        return self.summary.get("test_splits", {}).get(split, {})
+            return self.summary.test
+        return self.summary.test_splits.get(split, {})
 
 
 @dataclass
@@ -134,9 +134,7 @@ def find_runs(paths: Iterable[str | Path]) -> tuple[list[Run], list[Skipped]]:
             raise FileNotFoundError(f"{path}: no such file or folder")
         files = [path] if path.is_file() else ([path / SUMMARY] if (path / SUMMARY).exists() else path.rglob(SUMMARY))
         for file in files:
-            runs[file.parent.resolve()] = Run(
-                file.parent, json.loads(file.read_text(encoding="utf-8")), read_evals(file.parent)
-            )
+            runs[file.parent.resolve()] = Run(file.parent, RunSummary.read(file), read_evals(file.parent))
         if path.is_dir():
             for hydra_dir in path.rglob(".hydra"):
                 job = hydra_dir.parent
@@ -168,7 +166,7 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
 def test_splits(runs: Sequence[Run]) -> list[str]:
     splits: list[str] = []
     for run in runs:
-        for name in run.summary.get("test_splits", {}) or ["test"]:
+        for name in run.summary.test_splits or ["test"]:
             if name not in splits:
                 splits.append(name)
     return splits
@@ -208,13 +206,13 @@ def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> st
             str(run.num_heads) if run.num_heads else "–",
             str(run.d_k) if run.d_k else "–",
             str(model.get("d_model", "–")),
-            _count(run.summary.get("params")),
-            _count(run.summary.get("steps")),
-            _duration(run.summary.get("train_seconds")),
-            _number(run.summary.get("valid", {}).get("bleu")),
+            _count(run.summary.params),
+            _count(run.summary.steps),
+            _duration(run.summary.train_seconds),
+            _number(run.summary.valid.get("bleu")),
         ]
         for split in splits:
-            scores = run.summary.get("test_splits", {}).get(split) or (run.test() if split == "test" else {})
+            scores = run.summary.test_splits.get(split) or (run.test() if split == "test" else {})
             cells += [_number(scores.get("bleu")), _number(scores.get("chrf"))]
         for split, beam in evals:
             report = _eval_report(run, split, beam)

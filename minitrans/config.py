@@ -222,6 +222,26 @@ class DataConfig:
         _check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
 
 
+@dataclass(frozen=True)
+class DecodingOptions:
+    """How to turn a source into a translation; one spelling of each option for the library
+    (Translator, evaluation, the trainer's test evaluation). The command-line tools map their
+    flags (``--beam``, ``--length-penalty`` ...) onto these fields."""
+
+    beam_size: int = 1  # 1 = greedy search
+    length_penalty: float = 0.6  # GNMT's alpha: scores are divided by ((5 + length) / 6) ** length_penalty
+    max_output_ratio: float = 1.5  # at most ratio * source length + 10 output tokens
+    max_output_len: int | None = None  # a cap on every output; None -> the model's max_len - 1
+    use_cache: bool = True  # False recomputes every prefix (slow; for checking)
+    # decoding batches: about beam_size * sentences * longest source <= this (not trainer.batch_tokens,
+    # which counts the source and target tokens of a training batch)
+    batch_hyp_tokens: int = 6000
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam size must be at least 1, got {self.beam_size}")
+
+
 @dataclass
 class TrainerConfig:
     max_steps: int = 3000  # optimizer steps; the run also stops at max_minutes
@@ -239,9 +259,9 @@ class TrainerConfig:
     eval_sentences: int = 200  # validation sentences translated for BLEU at each validation
     log_every: int = 50  # steps between training-loss points in TensorBoard
     sample_sentences: int = 3  # fixed validation sentences shown as translations and attention maps
-    beam_size: int = 1  # for the final test evaluation; 1 = greedy
-    length_penalty: float = 0.6  # beam search's length normalisation alpha (GNMT)
-    max_output_ratio: float = 1.5  # output length limit: ratio * source length + 10
+    beam_size: int = DecodingOptions.beam_size  # for the final test evaluation; 1 = greedy
+    length_penalty: float = DecodingOptions.length_penalty  # beam search's length normalisation alpha (GNMT)
+    max_output_ratio: float = DecodingOptions.max_output_ratio  # output length limit: ratio * source length + 10
     average_last: int = 1  # average the weights of the last N checkpoints for the final model
     device: str = "auto"  # auto | cpu | cuda | mps
     num_threads: int | None = None  # torch intra-op threads; None -> torch's default
@@ -287,6 +307,14 @@ class TrainerConfig:
         _check(self.device in ("auto", "cpu", "cuda", "mps"), "trainer.device", f"unknown device {self.device!r}")
 
     _OPTIONAL = ("checkpoint_every", "crash_at_step", "num_threads")
+
+    def test_decoding(self) -> DecodingOptions:
+        """How the final test evaluation decodes."""
+        return DecodingOptions(self.beam_size, self.length_penalty, self.max_output_ratio)
+
+    def valid_decoding(self) -> DecodingOptions:
+        """How validation decodes during training: greedy, with the same output length limit."""
+        return DecodingOptions(max_output_ratio=self.max_output_ratio)
 
 
 @dataclass

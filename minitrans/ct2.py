@@ -31,12 +31,12 @@ from pathlib import Path
 import torch
 
 from minitrans.checkpoint import CheckpointError
+from minitrans.config import DecodingOptions
 from minitrans.coverage import TrainingRecord
-from minitrans.decoding import Hypothesis, length_limits
-from minitrans.decoding import length_penalty as gnmt_penalty
+from minitrans.decoding import Hypothesis, length_limits, length_normalizer
 from minitrans.scoring import hard_alignment
 from minitrans.tokenizer import Tokenizer
-from minitrans.translate import Translation, Translator
+from minitrans.translate import GREEDY, Translation, Translator
 
 METADATA = "minitrans.json"  # marks an exported folder
 INSTALL_HINT = "pip install 'minitrans[export]' (or: pip install ctranslate2)"
@@ -113,46 +113,40 @@ class Ct2Translator(Translator):
         return cls(engine, tokenizer, max_len, metadata.get("config"), metadata, path)
 
     def search_encoded(
-        self,
-        src_ids: Sequence[Sequence[int]],
-        beam: int = 1,
-        length_penalty: float = 0.6,
-        max_output_ratio: float = 1.5,
-        max_output_len: int | None = None,
-        batch_tokens: int = 6000,
-        use_cache: bool = True,  # the engine always caches; accepted for the same surface
-        nbest: int = 1,
+        self, src_ids: Sequence[Sequence[int]], options: DecodingOptions = GREEDY, nbest: int = 1
     ) -> list[list[Hypothesis]]:
         """As :meth:`Translator.search_encoded`: the ``nbest`` best hypotheses of each source,
-        best first, scored as ours (log-probability with EOS, over GNMT's length penalty)."""
-        if beam < 1:
-            raise ValueError(f"beam size must be at least 1, got {beam}")
+        best first, scored as ours (log-probability with EOS, over GNMT's length penalty).
+        ``options.use_cache`` is ignored: the engine always caches."""
+        beam = options.beam_size
         if not 1 <= nbest <= beam:
             raise ValueError(f"nbest must be between 1 and the beam size {beam}, got {nbest}")
-        cap = self.max_len - 1 if max_output_len is None else max(1, min(max_output_len, self.max_len - 1))
+        cap = self.max_len - 1
+        if options.max_output_len is not None:
+            cap = max(1, min(options.max_output_len, cap))
         eos = self.tokenizer.eos_id
         fitted = {i: self.fit_source(ids, i + 1) for i, ids in enumerate(src_ids) if list(ids) not in ([], [eos])}
         order = sorted(fitted, key=lambda i: len(fitted[i]))
         lengths = torch.tensor([len(fitted[i]) for i in order], dtype=torch.long)
-        limits = dict(zip(order, length_limits(lengths, max_output_ratio, cap).tolist()))
+        limits = dict(zip(order, length_limits(lengths, options.max_output_ratio, cap).tolist()))
         outputs: list[list[Hypothesis]] = [[] for _ in src_ids]
         start = 0
         while start < len(order):
             end = start + 1
             while (
                 end < len(order)
-                and beam * (end - start + 1) * len(fitted[order[end]]) <= batch_tokens
+                and beam * (end - start + 1) * len(fitted[order[end]]) <= options.batch_hyp_tokens
                 and limits[order[end]] == limits[order[start]]  # one max_decoding_length per batch
             ):
                 end += 1
             rows = order[start:end]
-            found = self._search([fitted[i] for i in rows], limits[rows[0]], beam, nbest, length_penalty)
+            found = self._search([fitted[i] for i in rows], limits[rows[0]], beam, nbest, options.length_penalty)
             for row, hyps in zip(rows, found):
                 outputs[row] = hyps
             start = end
         return outputs
 
-    def _search(self, sources, limit: int, beam: int, nbest: int, alpha: float) -> list[list[Hypothesis]]:
+    def _search(self, sources, limit: int, beam: int, nbest: int, length_penalty: float) -> list[list[Hypothesis]]:
         """One batch of sources sharing one output limit -> the n best hypotheses of each."""
         results = self.engine.translate_batch(
             self._pieces(sources),
@@ -176,7 +170,9 @@ class Ct2Translator(Translator):
                 is_finished = bool(ids) and ids[-1] == eos
                 ids = ids[:-1] if is_finished else ids
                 hyps.append(
-                    Hypothesis(ids, log_prob, log_prob / gnmt_penalty(len(ids) + is_finished, alpha), is_finished)
+                    Hypothesis(
+                        ids, log_prob, log_prob / length_normalizer(len(ids) + is_finished, length_penalty), is_finished
+                    )
                 )
             hyps.sort(key=lambda hyp: -hyp.score)  # stable: equal scores keep the engine's order
             found.append(hyps[:nbest])
@@ -189,7 +185,7 @@ class Ct2Translator(Translator):
         self,
         src_ids: Sequence[Sequence[int]],
         found: Sequence[Sequence[Hypothesis]],
-        length_penalty: float = 0.6,
+        length_penalty: float = DecodingOptions.length_penalty,
         align: bool = True,
     ) -> list[list[Translation]]:
         """As :meth:`Translator.describe`; the alignment comes from the engine's last decoder

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from minitrans.config import DecodingOptions
 from minitrans.interface import Seq2SeqModel, State, select_batch
 from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
@@ -38,7 +39,7 @@ class Hypothesis:
 
     ids: list[int]  # output ids, no BOS and no EOS
     log_prob: float  # sum of the log-probabilities of the generated tokens, EOS included
-    score: float  # log_prob / length_penalty(generated tokens, alpha): what the search ranks by
+    score: float  # log_prob / length_normalizer(generated tokens, length_penalty): what the search ranks by
     is_finished: bool = True  # False when the length limit ended it before EOS
 
     @property
@@ -108,12 +109,12 @@ def _strip(ids: list[int]) -> list[int]:
 def greedy_search(
     model: Seq2SeqModel,
     src: Tensor,
-    alpha: float = 0.6,
-    max_output_ratio: float = 1.5,
+    length_penalty: float = DecodingOptions.length_penalty,
+    max_output_ratio: float = DecodingOptions.max_output_ratio,
     max_output_len: int = 255,
     use_cache: bool = True,
 ) -> list[Hypothesis]:
-    """src (B, S) -> the greedy hypothesis of each sentence, scored (``alpha`` only scales the
+    """src (B, S) -> the greedy hypothesis of each sentence, scored (``length_penalty`` only scales the
     reported score, as beam search would rank it; it cannot change a greedy choice)."""
     enc, _ = model.encode(src)
     limits = output_limits(src, max_output_ratio, max_output_len)  # (B,)
@@ -134,20 +135,24 @@ def greedy_search(
             keep = (~done).nonzero()[:, 0]
             alive, tokens = alive[keep], tokens[keep]
             stepper.reorder(keep, shrink=True)
-    return [_hypothesis(row, float(log_prob), alpha) for row, log_prob in zip(outputs.tolist(), log_probs.tolist())]
+    return [
+        _hypothesis(row, float(log_prob), length_penalty) for row, log_prob in zip(outputs.tolist(), log_probs.tolist())
+    ]
 
 
-def _hypothesis(row: list[int], log_prob: float, alpha: float) -> Hypothesis:
+def _hypothesis(row: list[int], log_prob: float, length_penalty: float) -> Hypothesis:
     """A generated row (ids, then EOS or padding, or neither at the limit) as a Hypothesis."""
     ids = _strip(row)
     is_finished = len(ids) < len(row) and row[len(ids)] == EOS_ID
-    return Hypothesis(ids, log_prob, log_prob / length_penalty(len(ids) + int(is_finished), alpha), is_finished)
+    return Hypothesis(
+        ids, log_prob, log_prob / length_normalizer(len(ids) + int(is_finished), length_penalty), is_finished
+    )
 
 
 def greedy_decode(
     model: Seq2SeqModel,
     src: Tensor,
-    max_output_ratio: float = 1.5,
+    max_output_ratio: float = DecodingOptions.max_output_ratio,
     max_output_len: int = 255,
     use_cache: bool = True,
 ) -> list[list[int]]:
@@ -155,10 +160,11 @@ def greedy_decode(
     return [hyp.ids for hyp in greedy_search(model, src, 0.0, max_output_ratio, max_output_len, use_cache)]
 
 
-def length_penalty(length, alpha: float):
-    """GNMT's length normalisation, ((5 + length) / 6) ** alpha; alpha = 0 means raw log-prob.
+def length_normalizer(length, length_penalty: float):
+    """GNMT's length normalisation, ((5 + length) / 6) ** length_penalty (GNMT's alpha); 0 means
+    raw log-probabilities.
     ``length`` may be a number or a tensor."""
-    return ((5.0 + length) / 6.0) ** alpha
+    return ((5.0 + length) / 6.0) ** length_penalty
 
 
 @torch.no_grad()
@@ -166,8 +172,8 @@ def beam_search_nbest(
     model: Seq2SeqModel,
     src: Tensor,
     beam_size: int = 5,
-    alpha: float = 0.6,
-    max_output_ratio: float = 1.5,
+    length_penalty: float = DecodingOptions.length_penalty,
+    max_output_ratio: float = DecodingOptions.max_output_ratio,
     max_output_len: int = 255,
     use_cache: bool = True,
     nbest: int = 1,
@@ -218,7 +224,7 @@ def beam_search_nbest(
         in_top_k = torch.arange(top_index.shape[1], device=device) < k  # (2K,)
         ends = in_top_k & (is_eos | at_limit[:, None]) & top_scores.isfinite()  # (n, 2K)
         num_ended += ends.sum(dim=1)
-        ended = top_scores.masked_fill(~ends, NEG_INF) / length_penalty(t + 1, alpha)  # (n, 2K)
+        ended = top_scores.masked_fill(~ends, NEG_INF) / length_normalizer(t + 1, length_penalty)  # (n, 2K)
         improves = ended.max(dim=1).values > final_score[alive, -1]  # (n,)
         if bool(improves.any()):
             _keep_best_finished(
@@ -234,7 +240,7 @@ def beam_search_nbest(
             at_limit
             | (num_ended >= k)
             | (best_open == NEG_INF)
-            | (final_score[alive, -1] >= best_open / _most_favourable_penalty(t, limits[alive], alpha))
+            | (final_score[alive, -1] >= best_open / _most_favourable_penalty(t, limits[alive], length_penalty))
         )  # (n,)
         if bool(done.all()):
             break
@@ -249,7 +255,7 @@ def beam_search_nbest(
         stepper.reorder(rows, shrink)
     return [
         [
-            _hypothesis(ids, log_prob, alpha)
+            _hypothesis(ids, log_prob, length_penalty)
             for ids, log_prob in zip(sentence_ids, sentence_log_probs)
             if log_prob != NEG_INF
         ]
@@ -288,57 +294,57 @@ def beam_search(
     model: Seq2SeqModel,
     src: Tensor,
     beam_size: int = 5,
-    alpha: float = 0.6,
-    max_output_ratio: float = 1.5,
+    length_penalty: float = DecodingOptions.length_penalty,
+    max_output_ratio: float = DecodingOptions.max_output_ratio,
     max_output_len: int = 255,
     use_cache: bool = True,
 ) -> list[list[int]]:
     """Batched beam search: src (B, S) -> the best hypothesis per sentence (no BOS/EOS); see
     :func:`beam_search_nbest`."""
-    found = beam_search_nbest(model, src, beam_size, alpha, max_output_ratio, max_output_len, use_cache)
+    found = beam_search_nbest(model, src, beam_size, length_penalty, max_output_ratio, max_output_len, use_cache)
     return [hyps[0].ids if hyps else [] for hyps in found]
 
 
-def _most_favourable_penalty(t: int, limits: Tensor, alpha: float) -> Tensor | float:
+def _most_favourable_penalty(t: int, limits: Tensor, length_penalty: float) -> Tensor | float:
     """The length penalty that flatters an open beam of length t + 1 the most over the lengths it
-    can still end at (t + 2 to its limit): the longest when alpha > 0, the shortest when < 0."""
-    if alpha > 0:
-        return length_penalty(limits.float(), alpha)  # (B,)
-    return length_penalty(t + 2, alpha)
+    can still end at (t + 2 to its limit): the longest when length_penalty > 0, the shortest when < 0."""
+    if length_penalty > 0:
+        return length_normalizer(limits.float(), length_penalty)  # (B,)
+    return length_normalizer(t + 2, length_penalty)
 
 
 def search(
     model: Seq2SeqModel,
     src: Tensor,
     beam_size: int = 1,
-    alpha: float = 0.6,
-    max_output_ratio: float = 1.5,
+    length_penalty: float = DecodingOptions.length_penalty,
+    max_output_ratio: float = DecodingOptions.max_output_ratio,
     max_output_len: int = 255,
     use_cache: bool = True,
     nbest: int = 1,
 ) -> list[list[Hypothesis]]:
     """src (B, S) -> the ``nbest`` best hypotheses of each sentence, best first: greedy when
-    ``beam_size`` is 1, else beam search. Scores use ``alpha`` either way."""
+    ``beam_size`` is 1, else beam search. Scores use ``length_penalty`` either way."""
     if beam_size < 1:
         raise ValueError(f"beam size must be at least 1, got {beam_size}")
     if beam_size == 1:
         if nbest != 1:
             raise ValueError(f"nbest must be between 1 and the beam size {beam_size}, got {nbest}")
-        return [[hyp] for hyp in greedy_search(model, src, alpha, max_output_ratio, max_output_len, use_cache)]
-    return beam_search_nbest(model, src, beam_size, alpha, max_output_ratio, max_output_len, use_cache, nbest)
+        return [[hyp] for hyp in greedy_search(model, src, length_penalty, max_output_ratio, max_output_len, use_cache)]
+    return beam_search_nbest(model, src, beam_size, length_penalty, max_output_ratio, max_output_len, use_cache, nbest)
 
 
 def translate_ids(
     model: Seq2SeqModel,
     src: Tensor,
     beam_size: int = 1,
-    alpha: float = 0.6,
-    max_output_ratio: float = 1.5,
+    length_penalty: float = DecodingOptions.length_penalty,
+    max_output_ratio: float = DecodingOptions.max_output_ratio,
     max_output_len: int = 255,
     use_cache: bool = True,
 ) -> list[list[int]]:
     """Greedy when ``beam_size`` is 1, else beam search: the best ids of each sentence."""
-    found = search(model, src, beam_size, alpha, max_output_ratio, max_output_len, use_cache)
+    found = search(model, src, beam_size, length_penalty, max_output_ratio, max_output_len, use_cache)
     return [hyps[0].ids if hyps else [] for hyps in found]
 
 
@@ -349,7 +355,7 @@ __all__ = [
     "greedy_decode",
     "greedy_search",
     "length_limits",
-    "length_penalty",
+    "length_normalizer",
     "output_limits",
     "search",
     "translate_ids",

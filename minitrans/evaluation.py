@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import datasets
 import torch
-import torch.nn.functional as F
 
+from minitrans.config import DecodingOptions
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.interface import Seq2SeqModel
+from minitrans.loss import token_loss
 from minitrans.metrics import bleu_by_length, corpus_scores
-from minitrans.tokenizer import PAD_ID
 from minitrans.translate import Translator
-
-
-def token_loss(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Summed cross-entropy over real target tokens: logits (B, T, V), tgt_out (B, T)."""
-    return F.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]).float(),
-        tgt_out.reshape(-1),
-        ignore_index=PAD_ID,
-        label_smoothing=label_smoothing,
-        reduction="sum",
-    )
+from minitrans.utils import eval_mode
 
 
 @torch.no_grad()
@@ -31,18 +21,16 @@ def validation_losses(
     """Mean per-token losses under teacher forcing, from one pass: ``cross_entropy`` (no label
     smoothing) and ``label_smoothed`` (the training loss, with ``label_smoothing``), so a
     validation curve can be set beside the training curve it matches."""
-    was_training = model.training
-    model.eval()
     src_ids, tgt_ids = split["src_ids"], split["tgt_ids"]
     sampler = TokenBatchSampler(list(map(len, src_ids)), list(map(len, tgt_ids)), batch_tokens, shuffle=False)
     plain, smoothed, tokens = 0.0, 0.0, 0
-    for indices in sampler.batches():
-        batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
-        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        plain += float(token_loss(logits, batch.tgt_out))
-        smoothed += float(token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
-        tokens += batch.num_tgt_tokens
-    model.train(was_training)
+    with eval_mode(model):
+        for indices in sampler.batches():
+            batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+            plain += float(token_loss(logits, batch.tgt_out))
+            smoothed += float(token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
+            tokens += batch.num_tgt_tokens
     tokens = max(tokens, 1)
     return {"cross_entropy": plain / tokens, "label_smoothed": (smoothed if label_smoothing else plain) / tokens}
 
@@ -55,13 +43,13 @@ def validation_loss(model: Seq2SeqModel, split: datasets.Dataset, batch_tokens: 
 def evaluate_split(
     translator: Translator,
     split: datasets.Dataset,
+    options: DecodingOptions,
     limit: int | None = None,
     with_buckets: bool = False,
-    **options,
 ) -> tuple[dict, list[str]]:
     """Translate (the first ``limit`` sentences of) a split and score it with sacrebleu."""
     rows = split if limit is None else split.select(range(min(limit, len(split))))
-    hyp_ids = translator.translate_encoded(rows["src_ids"], **options)
+    hyp_ids = translator.translate_encoded(rows["src_ids"], options)
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
     scores = corpus_scores(hypotheses, rows["tgt"])
     if with_buckets:

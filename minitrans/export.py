@@ -178,7 +178,8 @@ def export_ctranslate2(
     ctranslate2 = import_ctranslate2()
     from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
 
-    from minitrans.translate import Translator, resolve_checkpoint
+    from minitrans.checkpoint import resolve_checkpoint
+    from minitrans.translate import Translator
 
     if quantization is not None and quantization not in ACCEPTED_MODEL_TYPES:
         raise ExportError(f"unknown quantization {quantization!r}; choose one of {', '.join(ACCEPTED_MODEL_TYPES)}")

@@ -22,8 +22,9 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from minitrans.decoding import length_penalty
-from minitrans.translate import Translation, Translator
+from minitrans.config import DecodingOptions
+from minitrans.decoding import length_normalizer
+from minitrans.translate import GREEDY, Translation, Translator
 
 
 @dataclass
@@ -80,7 +81,9 @@ def split_sentences(line: str, language: str = "en") -> list[str]:
     return parts if len(parts) > 1 else [line]
 
 
-def join(parts: Sequence[Sequence[Translation]], offsets: Sequence[int], alpha: float, nbest: int) -> list[Translation]:
+def join(
+    parts: Sequence[Sequence[Translation]], offsets: Sequence[int], length_penalty: float, nbest: int
+) -> list[Translation]:
     """The hypotheses of a line from those of its sentences (see the module's description);
     ``offsets`` is where each sentence's pieces start among the line's source pieces."""
     parts = [(hyps, offset) for hyps, offset in zip(parts, offsets) if hyps]
@@ -101,7 +104,7 @@ def join(parts: Sequence[Sequence[Translation]], offsets: Sequence[int], alpha: 
             Translation(
                 " ".join(hyp.text for hyp, _ in chosen if hyp.text),
                 [piece for hyp, _ in chosen for piece in hyp.pieces],
-                log_prob / length_penalty(generated, alpha),
+                log_prob / length_normalizer(generated, length_penalty),
                 log_prob,
                 alignment,
                 all(hyp.is_finished for hyp, _ in chosen),
@@ -113,15 +116,14 @@ def join(parts: Sequence[Sequence[Translation]], offsets: Sequence[int], alpha: 
 def translate_lines(
     translator: Translator,
     lines: Sequence[str],
-    beam: int = 1,
+    options: DecodingOptions = GREEDY,
     nbest: int = 1,
     split: bool = True,
     align: bool = True,
-    **options,
 ) -> list[LineResult]:
     """Translate each line (see the module's description): one :class:`LineResult` per line,
     in order. Without ``align`` the hypotheses carry no alignment (one teacher-forced pass
-    fewer). ``options`` are those of :meth:`Translator.search_encoded`."""
+    fewer)."""
     language = translator.source_language or "en"
     sentences = [split_sentences(line, language) if split else ([line] if line.strip() else []) for line in lines]
     flat = [sentence for group in sentences for sentence in group]
@@ -136,8 +138,8 @@ def translate_lines(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # cut sentences are reported in the results instead
         src_ids = [translator.fit_source(ids) for ids in src_ids]
-    found = translator.search_encoded(src_ids, beam, nbest=nbest, **options)
-    described = translator.describe(src_ids, found, options.get("length_penalty", 0.6), align)
+    found = translator.search_encoded(src_ids, options, nbest=nbest)
+    described = translator.describe(src_ids, found, options.length_penalty, align)
     record = translator.record
     results, start = [], 0
     for line, group in zip(lines, sentences):
@@ -155,9 +157,7 @@ def translate_lines(
                 source=line,
                 sentences=list(group),
                 source_pieces=[piece for p in pieces for piece in p],
-                hypotheses=join(
-                    [described[i] for i in indices], offsets or [0], options.get("length_penalty", 0.6), nbest
-                ),
+                hypotheses=join([described[i] for i in indices], offsets or [0], options.length_penalty, nbest),
                 unseen_words=None if record is None else record.unseen(line),
                 warnings=line_warnings,
             )
@@ -190,7 +190,10 @@ class ScoredLine:
 
 
 def score_lines(
-    translator: Translator, lines: Sequence[str], references: Sequence[str], length_penalty: float = 0.6
+    translator: Translator,
+    lines: Sequence[str],
+    references: Sequence[str],
+    length_penalty: float = DecodingOptions.length_penalty,
 ) -> list[ScoredLine]:
     """Forced scoring of one given translation per line, each line taken whole (references
     pair with lines, not with the sentences inside them)."""

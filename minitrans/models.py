@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import torch
 
 from minitrans.config import RNNConfig, TransformerConfig
 from minitrans.interface import Seq2SeqModel
-from minitrans.tokenizer import Tokenizer
+from minitrans.tokenizer import PAD_ID, Tokenizer
 
 
-def build_model(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer) -> Seq2SeqModel:
+@dataclass(frozen=True)
+class VocabSizes:
+    """What a model needs to know of its vocabularies, for building one without a tokenizer
+    (the training benchmark's random tokens); a :class:`Tokenizer` offers the same fields."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    pad_id: int = PAD_ID
+    is_joint: bool = True  # one vocabulary (one SentencePiece model) for both languages
+
+
+def build_model(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer | VocabSizes) -> Seq2SeqModel:
     if isinstance(cfg, TransformerConfig):
         from minitrans.transformer import Transformer
 

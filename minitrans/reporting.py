@@ -1,9 +1,9 @@
-"""What a training run reports: validation during training, the final test evaluation, and
-``summary.json`` (read by sweeps and ``compare.py``), each logged to TensorBoard as it goes."""
+"""What a training run reports: validation during training (logged to TensorBoard as it goes)
+and the final test evaluation with the hypotheses of every test split. The run's record,
+``summary.json``, is :class:`minitrans.summary.RunSummary`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import datasets
@@ -25,7 +25,7 @@ def validate(
     losses = validation_losses(
         translator.model, fits, max(tcfg.batch_tokens, longest), translator.device, tcfg.label_smoothing
     )
-    scores, hyps = evaluate_split(translator, valid, limit=tcfg.eval_sentences, max_output_ratio=tcfg.max_output_ratio)
+    scores, hyps = evaluate_split(translator, valid, tcfg.valid_decoding(), limit=tcfg.eval_sentences)
     metrics = {"loss": losses["cross_entropy"], "bleu": scores["bleu"], "chrf": scores["chrf"]}
     if writer is not None:  # "loss" in the summary is the plain cross-entropy: say so in the tag
         writer.add_scalar("valid/cross_entropy", losses["cross_entropy"], step)
@@ -46,27 +46,7 @@ def evaluate_tests(
     out.mkdir(parents=True, exist_ok=True)
     results = {}
     for name, split in splits.items():
-        scores, hyps = evaluate_split(
-            translator,
-            split,
-            with_buckets=True,
-            beam=tcfg.beam_size,
-            length_penalty=tcfg.length_penalty,
-            max_output_ratio=tcfg.max_output_ratio,
-        )
+        scores, hyps = evaluate_split(translator, split, tcfg.test_decoding(), with_buckets=True)
         (out / f"{name}.hyp.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
         results[name] = scores  # TensorBoard gets them once, as HPARAMS metrics (tblog.log_hparams)
     return results
-
-
-def write_summary(out_dir: Path, summary: dict) -> None:
-    (Path(out_dir) / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-
-
-def summary_line(summary: dict, out_dir: str | Path) -> str:
-    test, valid = summary["test"], summary["valid"]
-    return (
-        f"{summary['model']} ({summary['params']:,} params): test BLEU {test['bleu']:.2f} chrF {test['chrf']:.2f} | "
-        f"valid BLEU {valid['bleu']:.2f} loss {valid['loss']:.3f} | {summary['steps']} steps, "
-        f"{summary['train_seconds']:.0f} s training | {out_dir}"
-    )

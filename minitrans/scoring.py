@@ -17,9 +17,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from minitrans.decoding import length_penalty
+from minitrans.config import DecodingOptions
+from minitrans.decoding import length_normalizer
 from minitrans.interface import Seq2SeqModel
 from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from minitrans.utils import eval_mode
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class ForcedScore:
 
     token_log_probs: list[float]  # one per target piece, then one for EOS when ``with_eos``
     log_prob: float  # their sum
-    score: float  # log_prob / length_penalty(len(token_log_probs), alpha), as the search ranks
+    score: float  # log_prob / length_normalizer(len(token_log_probs), length_penalty), as the search ranks
     alignment: list[int] | None  # per target piece, the most-attended source piece (None: no attention)
 
 
@@ -37,7 +39,7 @@ def force_decode(
     model: Seq2SeqModel,
     src: Tensor,
     targets: Sequence[Sequence[int]],
-    alpha: float = 0.6,
+    length_penalty: float = DecodingOptions.length_penalty,
     with_eos: Sequence[bool] | bool = True,
 ) -> list[ForcedScore]:
     """src (B, S) with EOS-terminated rows, ``targets`` B lists of output ids (no BOS, no EOS)
@@ -50,13 +52,9 @@ def force_decode(
     for row, ids in enumerate(targets):
         tgt_in[row, : len(ids) + 1] = torch.as_tensor([BOS_ID, *ids])
         tgt_out[row, : len(ids) + 1] = torch.as_tensor([*ids, EOS_ID])
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         enc, _ = model.encode(src)
         logits, maps = model.decode(enc, tgt_in, need_weights=True)  # (B, T, V)
-    finally:
-        model.train(was_training)
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     logits[..., [PAD_ID, BOS_ID]] = float("-inf")
     log_probs = logits.log_softmax(dim=-1).gather(2, tgt_out[:, :, None])[:, :, 0]  # (B, T)
@@ -66,7 +64,7 @@ def force_decode(
         pieces = log_probs[row, : len(ids) + int(end)].tolist()
         total = float(sum(pieces))
         alignment = alignments[row, : len(ids)].tolist() if alignments is not None else None
-        scores.append(ForcedScore(pieces, total, total / length_penalty(len(pieces), alpha), alignment))
+        scores.append(ForcedScore(pieces, total, total / length_normalizer(len(pieces), length_penalty), alignment))
     return scores
 
 

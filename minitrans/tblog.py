@@ -26,6 +26,7 @@ from tensorboard.plugins.hparams import metadata as hparams_metadata
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
+from minitrans.summary import RunSummary
 from minitrans.viz import attention_cards, figure_to_array, sentence_tokens
 
 NO_ATTENTION = (
@@ -122,17 +123,17 @@ def log_attention(
     return True
 
 
-def run_hparams(cfg, num_params: int, summary: dict) -> dict:
+def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:
     """The hyper-parameters a run is compared by; only those that apply to its model kind."""
     model, trainer, data = cfg.model, cfg.trainer, cfg.data
     values = {
-        "name": summary.get("name") or model.kind,
+        "name": summary.name or model.kind,
         "model": model.kind,
         "params": num_params,
         "data": data.name,
         "vocab_size": data.vocab_size,
         "max_steps": trainer.max_steps,
-        "steps": summary.get("steps", 0),
+        "steps": summary.steps or 0,
         "batch_tokens": trainer.batch_tokens,
         "lr": trainer.lr,
         "warmup_steps": trainer.warmup_steps,
@@ -202,19 +203,19 @@ DISCRETE = {
 }
 
 
-def final_metrics(summary: dict) -> dict[str, tuple[float, str]]:
+def final_metrics(summary: RunSummary) -> dict[str, tuple[float, str]]:
     """The final figures, ``{tag: (value, display name)}``: valid and test BLEU and chrF, valid
     cross-entropy, training minutes, and BLEU/chrF of every further test split."""
-    valid, test = summary["valid"], summary["test"]
+    valid, test = summary.valid, summary.test
     metrics = {
         f"{FINAL}/test_bleu": (test["bleu"], "test BLEU"),
         f"{FINAL}/test_chrf": (test["chrf"], "test chrF"),
         f"{FINAL}/valid_bleu": (valid["bleu"], "valid BLEU"),
         f"{FINAL}/valid_chrf": (valid["chrf"], "valid chrF"),
         f"{FINAL}/valid_cross_entropy": (valid["loss"], "valid cross-entropy"),
-        f"{FINAL}/train_minutes": ((summary.get("train_seconds") or 0.0) / 60, "training minutes"),
+        f"{FINAL}/train_minutes": ((summary.train_seconds or 0.0) / 60, "training minutes"),
     }
-    splits = summary.get("test_splits") or {}
+    splits = summary.test_splits
     first = next(iter(splits), None)
     for name, scores in splits.items():
         if name != first:
@@ -253,7 +254,7 @@ def experiment_summary(metrics: dict[str, tuple[float, str]]) -> Summary:
     return _plugin_summary(hparams_metadata.EXPERIMENT_TAG, plugin_data_pb2.HParamsPluginData(experiment=experiment))
 
 
-def log_hparams(writer: SummaryWriter, cfg, num_params: int, summary: dict) -> None:
+def log_hparams(writer: SummaryWriter, cfg, num_params: int, summary: RunSummary) -> None:
     """Hyper-parameters with the run's final figures, for TensorBoard's HPARAMS view.
 
     Everything goes into the run's own event file (``SummaryWriter.add_hparams`` would make a
@@ -267,7 +268,7 @@ def log_hparams(writer: SummaryWriter, cfg, num_params: int, summary: dict) -> N
     file_writer = writer._get_file_writer()
     file_writer.add_summary(experiment_summary(metrics))
     file_writer.add_summary(session_start)
-    step = summary.get("steps", None)
+    step = summary.steps
     for tag, (value, _) in metrics.items():
         writer.add_scalar(tag, value, step)
     file_writer.add_summary(session_end)

@@ -44,13 +44,14 @@ from minitrans.checkpoint import (
 )
 from minitrans.config import ConfigError, TrainConfig
 from minitrans.data import collate
-from minitrans.evaluation import token_loss
 from minitrans.interface import count_parameters
 from minitrans.models import build_model, build_model_for_weights, memory_bytes, model_bytes
 from minitrans.progress import TrainingProgress
 from minitrans.run_data import prepare_training_data
+from minitrans.summary import RunSummary, summary_line
 from minitrans.tblog import log_hparams, log_layout
 from minitrans.tokenizer import Tokenizer
+from minitrans.train_step import make_optimizer, train_step
 from minitrans.translate import Translator
 from minitrans.utils import StopRequest, get_rng_state, pick_device, preserved_rng, seed_everything, set_rng_state
 
@@ -134,9 +135,7 @@ class Trainer:
             ids = [self.device.index] if self.device.type == "cuda" else None
             wrapped = DistributedDataParallel(self.model, device_ids=ids, broadcast_buffers=False)
         self.step_model = torch.compile(wrapped) if tcfg.compile else wrapped
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=tcfg.lr, betas=tuple(tcfg.betas), weight_decay=tcfg.weight_decay
-        )
+        self.optimizer = make_optimizer(self.model.parameters(), tcfg.lr, tcfg.betas, tcfg.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, inverse_sqrt_schedule(tcfg.warmup_steps, tcfg.min_lr_ratio)
         )
@@ -234,17 +233,19 @@ class Trainer:
         batch = collate([self.src_ids[i] for i in shard], [self.tgt_ids[i] for i in shard]).to(self.device)
         global_tokens = sum(len(self.tgt_ids[i]) + 1 for i in indices)
         self.window_tokens += global_tokens  # for the tokens/s shown and logged
-        self.model.train()
-        logits = self.step_model(batch.src, batch.tgt_in)  # (B, T, V)
         # this rank's summed loss over the global batch's token count; DDP averages gradients
         # over ranks, so * world makes the update the gradient of the global mean loss
-        loss = token_loss(logits, batch.tgt_out, tcfg.label_smoothing) * (weight * world / global_tokens)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), tcfg.clip_grad_norm)
-        mean_loss = distributed.all_reduce_sum(loss.detach().float() / world, self.dist)
-        if not (torch.isfinite(mean_loss) and torch.isfinite(grad_norm)):
-            self.optimizer.zero_grad(set_to_none=True)
+        mean_loss = train_step(
+            self.step_model,
+            self.optimizer,
+            batch,
+            loss_scale=weight * world / global_tokens,
+            label_smoothing=tcfg.label_smoothing,
+            clip_grad_norm=tcfg.clip_grad_norm,
+            scheduler=self.scheduler,
+            reduce_loss=lambda loss: distributed.all_reduce_sum(loss / world, self.dist),
+        )
+        if mean_loss is None:
             self.state.bad_steps += 1
             self.state.skipped_steps += 1
             if self.state.bad_steps >= tcfg.max_bad_steps:
@@ -257,8 +258,6 @@ class Trainer:
                 )
             log.warning("step %d: non-finite loss or gradient; skipped", self.state.step + 1)
             return None
-        self.optimizer.step()
-        self.scheduler.step()
         self.state.bad_steps = 0
         return mean_loss.item()
 
@@ -271,7 +270,7 @@ class Trainer:
             )
 
     # -- the loop ------------------------------------------------------------------------
-    def fit(self) -> dict | None:
+    def fit(self) -> RunSummary | None:
         """Train to ``max_steps``; the summary on rank 0, None on the other ranks."""
         cfg, tcfg, state, is_main = self.cfg, self.cfg.trainer, self.state, self.dist.is_main
         if is_main:  # purge_step drops events a killed run logged after its last checkpoint
@@ -391,37 +390,37 @@ class Trainer:
         self.model.load_state_dict(load_checkpoint(best, map_location=self.device)["model"])
         return "best validation BLEU"
 
-    def finish(self) -> dict:
+    def finish(self) -> RunSummary:
         cfg, state = self.cfg, self.state
         chosen = self.final_weights()
         valid = self.validate(to_tensorboard=False)  # the chosen weights; TensorBoard has them as ~final/* HPARAMS metrics
         tests = {name: self.data[name] for name in cfg.data.test_splits}
         splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir)
-        summary = {
-            "name": cfg.name or cfg.model.kind,
-            "model": cfg.model.kind,
-            "params": self.num_params,
-            "steps": state.step,
-            "epochs": state.epoch,
-            "skipped_steps": state.skipped_steps,
-            "train_seconds": round(state.train_seconds, 1),
-            "device": str(self.device),
-            "processes": self.dist.world_size,
-            "weights": chosen,
-            "valid": valid,
-            "test": splits[cfg.data.test_splits[0]],
-            "test_splits": splits,
-            "config": asdict(cfg),
-        }
-        reporting.write_summary(self.out_dir, summary)
+        summary = RunSummary(
+            name=cfg.name or cfg.model.kind,
+            model=cfg.model.kind,
+            params=self.num_params,
+            steps=state.step,
+            epochs=state.epoch,
+            skipped_steps=state.skipped_steps,
+            train_seconds=round(state.train_seconds, 1),
+            device=str(self.device),
+            processes=self.dist.world_size,
+            weights=chosen,
+            valid=valid,
+            test=splits[cfg.data.test_splits[0]],
+            test_splits=splits,
+            config=asdict(cfg),
+        )
+        summary.write(self.out_dir)
         log_hparams(self.writer, cfg, self.num_params, summary)
         self.writer.close()
         return summary
 
 
-def train(cfg: TrainConfig, out_dir: str | Path) -> dict | None:
+def train(cfg: TrainConfig, out_dir: str | Path) -> RunSummary | None:
     """Train (or resume) a run in ``out_dir`` and return its summary (None on ranks > 0)."""
     return Trainer(cfg, out_dir).fit()
 
 
-summary_line = reporting.summary_line  # scripts and notebooks import it from here
+__all__ = ["Trainer", "TrainingError", "TrainingStopped", "summary_line", "train"]

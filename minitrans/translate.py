@@ -1,23 +1,18 @@
 """Translator: a trained model and its tokenizer -> text (and attention), in length-sorted batches.
 
-Input policies, one line in and one line out (the README repeats them):
+Input policies, one line in and one line out (the README repeats them; reading text from bytes
+is :mod:`minitrans.textio`'s):
 - An empty or whitespace-only sentence gives an empty translation; nothing is decoded for it.
 - A character never seen in training cannot break anything: the tokenizer's byte fallback
   spells it as UTF-8 byte pieces (it may come out mistranslated or dropped).
 - A sentence longer than the model's ``max_len`` subwords (EOS included) is cut to its first
   ``max_len - 1`` subwords plus EOS, with a warning naming the sentence; it still gives one output.
 - A translation never contains a line break: any the model spells out becomes a space.
-- Text read from bytes (files, stdin) is split on "\\n" only, a trailing "\\r" (CRLF) is dropped,
-  a leading byte-order mark is ignored, and invalid UTF-8 raises :class:`InputError` naming
-  the line.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import re
-import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,57 +21,18 @@ from typing import overload
 
 import torch
 
-from minitrans.checkpoint import CheckpointError, load_checkpoint
+from minitrans.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
+from minitrans.config import DecodingOptions
 from minitrans.coverage import TrainingRecord
 from minitrans.data.batching import collate
 from minitrans.decoding import Hypothesis, search
 from minitrans.interface import AttentionMaps, Seq2SeqModel
 from minitrans.scoring import ForcedScore, force_decode
+from minitrans.textio import numbered_path, one_line
 from minitrans.tokenizer import Tokenizer
+from minitrans.utils import eval_mode
 
-CHECKPOINT_NAMES = ("averaged.pt", "best.pt", "last.pt")  # a run folder's checkpoints, by preference
-
-
-class InputError(ValueError):
-    """Input text that cannot be read (e.g. invalid UTF-8); the message names the line."""
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A ``.pt`` file as it is; a run folder (or its ``checkpoints/``) -> averaged.pt if present,
-    else best.pt, else last.pt."""
-    path = Path(path)
-    if not path.is_dir():
-        return path
-    for folder in (path / "checkpoints", path):
-        for name in CHECKPOINT_NAMES:
-            if (folder / name).is_file():
-                return folder / name
-    raise CheckpointError(f"no checkpoint in {path} (looked for checkpoints/{{{','.join(CHECKPOINT_NAMES)}}})")
-
-
-def read_sentences(data: bytes, source: str = "input") -> list[str]:
-    """Bytes of UTF-8 text -> one sentence per line (see the module's input policies)."""
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    sentences = []
-    for number, line in enumerate(lines, 1):
-        try:
-            text = line.removesuffix(b"\r").decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InputError(
-                f"{source}, line {number}: not valid UTF-8 (byte 0x{line[error.start]:02x} at column {error.start + 1})"
-            ) from None
-        sentences.append(text.removeprefix("\ufeff") if number == 1 else text)
-    return sentences
-
-
-LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")  # what str.splitlines splits at
-
-
-def one_line(text: str) -> str:
-    """A translation as one line: each line break (and the spaces around it) becomes a space."""
-    return LINE_BREAK.sub(" ", text).strip()
+GREEDY = DecodingOptions()
 
 
 @dataclass
@@ -95,7 +51,7 @@ class Translation:
 
     text: str
     pieces: list[str]  # the target subword pieces (no BOS, no EOS)
-    score: float  # log_prob / length_penalty(generated tokens, alpha): what the search ranks by
+    score: float  # log_prob / length_normalizer(generated tokens, length_penalty): what the search ranks by
     log_prob: float  # the model's log-probability of the pieces and the EOS that ended them
     alignment: list[int] | None  # per piece, the index of its most-attended source piece (EOS
     # excluded); from the last decoder layer's cross-attention averaged over heads, the RNN
@@ -103,14 +59,14 @@ class Translation:
     is_finished: bool = True  # False when the length limit cut it before EOS
 
 
-def _length_batches(items: dict[int, Sequence[int]], beam: int, batch_tokens: int) -> list[list[int]]:
+def _length_batches(items: dict[int, Sequence[int]], beam: int, batch_hyp_tokens: int) -> list[list[int]]:
     """Keys of ``items`` in batches of similar lengths (sorted), each costing at most about
-    ``batch_tokens`` = beam * rows * longest length (a single row may exceed it)."""
+    ``batch_hyp_tokens`` = beam * rows * longest length (a single row may exceed it)."""
     order = sorted(items, key=lambda i: len(items[i]))
     batches, start = [], 0
     while start < len(order):
         end = start + 1
-        while end < len(order) and beam * (end - start + 1) * len(items[order[end]]) <= batch_tokens:
+        while end < len(order) and beam * (end - start + 1) * len(items[order[end]]) <= batch_hyp_tokens:
             end += 1
         batches.append(order[start:end])
         start = end
@@ -192,74 +148,75 @@ class Translator:
 
     @torch.no_grad()
     def search_encoded(
-        self,
-        src_ids: Sequence[Sequence[int]],
-        beam: int = 1,
-        length_penalty: float = 0.6,
-        max_output_ratio: float = 1.5,
-        max_output_len: int | None = None,
-        batch_tokens: int = 6000,
-        use_cache: bool = True,
-        nbest: int = 1,
+        self, src_ids: Sequence[Sequence[int]], options: DecodingOptions = GREEDY, nbest: int = 1
     ) -> list[list[Hypothesis]]:
         """Token ids in, the ``nbest`` best hypotheses of each source out (best first, with
         their scores), in input order; batches are built from sorted lengths.
 
         Sources are fitted to the model (:meth:`fit_source`); an empty source ([EOS] or [])
-        gives no hypothesis at all. ``max_output_len`` caps every output (default and upper
-        bound: the model's ``max_len - 1``).
+        gives no hypothesis at all. ``options.max_output_len`` caps every output (default and
+        upper bound: the model's ``max_len - 1``).
         """
-        cap = self.max_len - 1 if max_output_len is None else max(1, min(max_output_len, self.max_len - 1))
+        cap = self.max_len - 1
+        if options.max_output_len is not None:
+            cap = max(1, min(options.max_output_len, cap))
         fitted = {
             i: self.fit_source(ids, i + 1)
             for i, ids in enumerate(src_ids)
             if list(ids) not in ([], [self.tokenizer.eos_id])
         }
         outputs: list[list[Hypothesis]] = [[] for _ in src_ids]
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        beam = options.beam_size
+        with eval_mode(self.model):
             # a batch of beam hypotheses costs about beam * rows * longest length tokens
-            for rows in _length_batches(fitted, beam, batch_tokens):
+            for rows in _length_batches(fitted, beam, options.batch_hyp_tokens):
                 src = collate([fitted[i] for i in rows], [[] for _ in rows]).src.to(self.device)  # (B, S)
-                found = search(self.model, src, beam, length_penalty, max_output_ratio, cap, use_cache, nbest)
+                found = search(
+                    self.model,
+                    src,
+                    beam,
+                    options.length_penalty,
+                    options.max_output_ratio,
+                    cap,
+                    options.use_cache,
+                    nbest,
+                )
                 for row, hyps in zip(rows, found):
                     outputs[row] = hyps
-        finally:
-            self.model.train(was_training)
         return outputs
 
-    def translate_encoded(self, src_ids: Sequence[Sequence[int]], beam: int = 1, **options) -> list[list[int]]:
+    def translate_encoded(self, src_ids: Sequence[Sequence[int]], options: DecodingOptions = GREEDY) -> list[list[int]]:
         """Token ids in, the best target ids of each source out (see :meth:`search_encoded`)."""
-        return [hyps[0].ids if hyps else [] for hyps in self.search_encoded(src_ids, beam, **options)]
+        return [hyps[0].ids if hyps else [] for hyps in self.search_encoded(src_ids, options)]
 
     def decode(self, ids: Sequence[int]) -> str:
         return one_line(self.tokenizer.decode_tgt(ids))
 
     @overload
-    def translate(self, sentences: Sequence[str], beam: int = 1, nbest: None = None, **options) -> list[str]: ...
+    def translate(
+        self, sentences: Sequence[str], options: DecodingOptions = GREEDY, nbest: None = None
+    ) -> list[str]: ...
     @overload
     def translate(
-        self, sentences: Sequence[str], beam: int = 1, *, nbest: int, **options
+        self, sentences: Sequence[str], options: DecodingOptions = GREEDY, *, nbest: int
     ) -> list[list[Translation]]: ...
-    def translate(self, sentences, beam=1, nbest=None, **options):
+    def translate(self, sentences, options=GREEDY, nbest=None):
         """One output line per input sentence, in order (see the module's input policies).
 
-        With ``nbest=K`` (at most ``beam``), each sentence gets its K best translations
-        instead, best first, as :class:`Translation` records with their scores and alignments
-        (a blank sentence gets none). ``options`` are those of :meth:`search_encoded`
-        (length_penalty, max_output_len, ...)."""
+        With ``nbest=K`` (at most ``options.beam_size``), each sentence gets its K best
+        translations instead, best first, as :class:`Translation` records with their scores
+        and alignments (a blank sentence gets none)."""
         src_ids = self.encode(sentences)
         if nbest is None:
-            return [self.decode(ids) for ids in self.translate_encoded(src_ids, beam, **options)]
-        found = self.search_encoded(src_ids, beam, nbest=nbest, **options)
-        return self.describe(src_ids, found, options.get("length_penalty", 0.6))
+            return [self.decode(ids) for ids in self.translate_encoded(src_ids, options)]
+        found = self.search_encoded(src_ids, options, nbest=nbest)
+        return self.describe(src_ids, found, options.length_penalty)
 
     def describe(
         self,
         src_ids: Sequence[Sequence[int]],
         found: Sequence[Sequence[Hypothesis]],
-        length_penalty: float = 0.6,
+        length_penalty: float = DecodingOptions.length_penalty,
         align: bool = True,
     ) -> list[list[Translation]]:
         """Search results -> :class:`Translation` records: text, pieces, scores, and the hard
@@ -287,8 +244,8 @@ class Translator:
         self,
         src_ids: Sequence[Sequence[int]],
         tgt_ids: Sequence[Sequence[int]],
-        length_penalty: float = 0.6,
-        batch_tokens: int = 6000,
+        length_penalty: float = DecodingOptions.length_penalty,
+        batch_hyp_tokens: int = DecodingOptions.batch_hyp_tokens,
         with_eos: Sequence[bool] | bool = True,
     ) -> list[ForcedScore]:
         """The log-probability the model gives each target (ids without BOS/EOS) for its
@@ -299,7 +256,7 @@ class Translator:
         ends = [with_eos] * len(tgt_ids) if isinstance(with_eos, bool) else list(with_eos)
         cost = {i: [*src_ids[i], *tgt_ids[i]] for i in range(len(src_ids))}
         outputs: list[ForcedScore | None] = [None] * len(src_ids)
-        for rows in _length_batches(cost, 1, batch_tokens):
+        for rows in _length_batches(cost, 1, batch_hyp_tokens):
             src = collate([src_ids[i] for i in rows], [[] for _ in rows]).src.to(self.device)  # (B, S)
             scored = force_decode(self.model, src, [tgt_ids[i] for i in rows], length_penalty, [ends[i] for i in rows])
             for row, result in zip(rows, scored):
@@ -307,7 +264,10 @@ class Translator:
         return outputs  # type: ignore[return-value]
 
     def score(
-        self, sentences: Sequence[str], translations: Sequence[str], length_penalty: float = 0.6
+        self,
+        sentences: Sequence[str],
+        translations: Sequence[str],
+        length_penalty: float = DecodingOptions.length_penalty,
     ) -> list[ForcedScore]:
         """Forced scoring of text: how likely the model finds each given translation of each
         sentence, per target piece (``token_log_probs``, EOS last) and in all (``log_prob``,
@@ -329,13 +289,11 @@ class Translator:
         decoder query rows are the decoder inputs ``[BOS] + tgt_ids``, whose row t predicts
         output token t of ``tgt_ids + [EOS]``.
         """
-        was_training = self.model.training
-        self.model.eval()
         src = torch.as_tensor([list(src_ids)], dtype=torch.long, device=self.device)  # (1, S)
         tgt_in = torch.as_tensor([[self.tokenizer.bos_id, *tgt_ids]], dtype=torch.long, device=self.device)  # (1, T)
-        enc, enc_maps = self.model.encode(src, need_weights=True)
-        _, dec_maps = self.model.decode(enc, tgt_in, need_weights=True)
-        self.model.train(was_training)
+        with eval_mode(self.model):
+            enc, enc_maps = self.model.encode(src, need_weights=True)
+            _, dec_maps = self.model.decode(enc, tgt_in, need_weights=True)
         return {kind: [layer[0].cpu() for layer in layers] for kind, layers in {**enc_maps, **dec_maps}.items()}
 
     def attention(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> SentenceAttention:
@@ -348,14 +306,8 @@ class Translator:
         )
 
 
-def numbered_path(path: str | Path, number: int, count: int) -> Path:
-    """``attn.png`` for a single sentence; ``attn.1.png``, ``attn.2.png``, ... for several."""
-    path = Path(path)
-    return path if count == 1 else path.with_name(f"{path.stem}.{number}{path.suffix or '.png'}")
-
-
 def translate_with_attention(
-    translator: Translator, sentences: Sequence[str], path: str | Path, beam: int = 1, **options
+    translator: Translator, sentences: Sequence[str], path: str | Path, options: DecodingOptions = GREEDY
 ) -> tuple[list[str], list[Path]]:
     """Translate ``sentences`` (as :meth:`Translator.translate`) and save the cross-attention of
     every layer and head of each translation as PNG through :mod:`minitrans.viz`.
@@ -366,7 +318,7 @@ def translate_with_attention(
     from minitrans.viz import save_attention_png
 
     src_ids = translator.encode(sentences)
-    hyps = translator.translate_encoded(src_ids, beam, **options)
+    hyps = translator.translate_encoded(src_ids, options)
     written: list[Path] = []
     for number, (sentence, ids, hyp) in enumerate(zip(sentences, src_ids, hyps), 1):
         if not sentence.strip():
@@ -384,53 +336,4 @@ def translate_with_attention(
     return [translator.decode(ids) for ids in hyps], written
 
 
-def load_run_split(
-    config: dict, split: str = "test", data_root: str | Path | None = None
-) -> tuple[list[str], list[str], str]:
-    """Source and reference sentences of a split of the corpus a run was trained on, read from
-    the run's configuration (``Translator.config``): the generated corpus is regenerated from
-    its seed and sizes; Multi30k is read from ``data_root``, else the run's ``data.root``, else
-    ``data/multi30k``. "train", "valid" and "test" also name the run's own train, validation and
-    first test split (e.g. "test" is test_2016_flickr for Multi30k). Returns (sources,
-    references, split name)."""
-    from minitrans.config import DataConfig
-    from minitrans.data.corpus import load_split
-
-    try:
-        data = DataConfig(**config["data"])
-    except (KeyError, TypeError, ValueError) as error:  # e.g. a key this version does not know
-        raise CheckpointError(f"the checkpoint's data config is unusable: {first_line_of(error)}") from None
-    return load_split(data, split, data_root)
-
-
-def first_line_of(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-__all__ = [
-    "plain_truncation_warnings",
-    "CHECKPOINT_NAMES",
-    "InputError",
-    "SentenceAttention",
-    "Translation",
-    "Translator",
-    "load_run_split",
-    "numbered_path",
-    "read_sentences",
-    "resolve_checkpoint",
-    "translate_with_attention",
-]
-
-
-@contextlib.contextmanager
-def plain_truncation_warnings():
-    """For command-line tools: every cut sentence is reported, each as one ``warning: ...``
-    line on stderr rather than Python's file-and-line format."""
-
-    def show(message, category, filename, lineno, file=None, line=None) -> None:
-        print(f"warning: {message}", file=sys.stderr)
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("always", message=r"sentence \d+ has")
-        warnings.showwarning = show
-        yield
+__all__ = ["SentenceAttention", "Translation", "Translator", "translate_with_attention"]

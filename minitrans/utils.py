@@ -1,4 +1,4 @@
-"""Seeding, random generator state, device choice, and stop signals: one place for each."""
+"""Seeding, random generator state, device choice, eval mode, and stop signals: one place for each."""
 
 from __future__ import annotations
 
@@ -74,6 +74,17 @@ def _numpy_state_to_plain(state: tuple) -> dict:
 def _numpy_state_from_plain(plain: dict) -> tuple:
     keys = plain["keys"].cpu().numpy().astype(np.uint32)
     return (plain["name"], keys, plain["pos"], plain["has_gauss"], plain["cached"])
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module):
+    """Run the block with ``model`` in eval mode (no dropout), then put back the mode it had."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 def pick_device(name: str = "auto") -> torch.device:

@@ -24,11 +24,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from minitrans.checkpoint import CheckpointError
-from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, cli_number
+from minitrans.checkpoint import CheckpointError, resolve_checkpoint
+from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, DecodingOptions, cli_number
 from minitrans.ct2 import is_exported, load_translator
+from minitrans.data.corpus import load_run_split
 from minitrans.metrics import bleu_by_length, corpus_scores
-from minitrans.translate import load_run_split, plain_truncation_warnings, resolve_checkpoint
+from minitrans.textio import plain_truncation_warnings
 from minitrans.utils import pick_device
 
 
@@ -49,7 +50,7 @@ def signatures(hypotheses: list[str], references: list[str]) -> dict[str, str]:
 PROGRESS_CHUNK = 128  # sentences translated between two updates of the progress bar
 
 
-def translate_with_progress(translator, sources: list[str], progress: bool, beam: int, **options) -> list[str]:
+def translate_with_progress(translator, sources: list[str], progress: bool, options: DecodingOptions) -> list[str]:
     """Translate in chunks of :data:`PROGRESS_CHUNK` sentences, counting them on a tqdm bar
     (on stderr; none for a single chunk): a long split shows it is moving."""
     from tqdm.auto import tqdm
@@ -60,7 +61,7 @@ def translate_with_progress(translator, sources: list[str], progress: bool, beam
     ) as bar:
         for start in range(0, len(sources), PROGRESS_CHUNK):
             chunk = sources[start : start + PROGRESS_CHUNK]
-            hypotheses += translator.translate(chunk, beam, **options)
+            hypotheses += translator.translate(chunk, options)
             bar.update(len(chunk))
     return hypotheses
 
@@ -77,13 +78,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--length-penalty",
         type=cli_number(float, *LENGTH_PENALTY_RANGE),
-        default=0.6,
-        help="beam search's alpha (default 0.6)",
+        default=DecodingOptions.length_penalty,
+        help=f"beam search's alpha (default {DecodingOptions.length_penalty})",
     )
     parser.add_argument(
         "--max-output-ratio",
         type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
-        default=1.5,
+        default=DecodingOptions.max_output_ratio,
         help="output tokens <= ratio * source + 10",
     )
     parser.add_argument("--data-root", help="folder of the Multi30k files (default: the run's data.root)")
@@ -119,14 +120,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     sources, references = sources[: args.limit], references[: args.limit]
-    hypotheses = translate_with_progress(
-        translator,
-        sources,
-        not args.no_progress,
-        beam=args.beam,
-        length_penalty=args.length_penalty,
-        max_output_ratio=args.max_output_ratio,
+    options = DecodingOptions(
+        beam_size=args.beam, length_penalty=args.length_penalty, max_output_ratio=args.max_output_ratio
     )
+    hypotheses = translate_with_progress(translator, sources, not args.no_progress, options)
     report = {
         "checkpoint": str(checkpoint),
         "split": split,

@@ -65,7 +65,7 @@ def main(cfg: DictConfig) -> float | None:
     if summary is None:  # a rank other than 0 under torchrun
         return None
     print(summary_line(summary, hydra_cfg.runtime.output_dir))
-    return summary["valid"]["bleu"]
+    return summary.valid["bleu"]
 
 
 def torchrun_overrides(args: list[str]) -> list[str]:

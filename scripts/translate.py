@@ -25,18 +25,19 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from minitrans.checkpoint import CheckpointError
-from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, MAX_POSITIONS, cli_number
+from minitrans.config import (
+    BEAM_RANGE,
+    LENGTH_PENALTY_RANGE,
+    MAX_OUTPUT_RATIO_RANGE,
+    MAX_POSITIONS,
+    DecodingOptions,
+    cli_number,
+)
 from minitrans.coverage import language_name
 from minitrans.ct2 import load_translator
 from minitrans.lines import score_lines, translate_lines
-from minitrans.translate import (
-    InputError,
-    Translator,
-    numbered_path,
-    plain_truncation_warnings,
-    read_sentences,
-    translate_with_attention,
-)
+from minitrans.textio import InputError, numbered_path, plain_truncation_warnings, read_sentences
+from minitrans.translate import Translator, translate_with_attention
 from minitrans.utils import pick_device
 
 
@@ -68,13 +69,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--length-penalty",
         type=cli_number(float, *LENGTH_PENALTY_RANGE),
-        default=0.6,
-        help="beam search's alpha (default 0.6)",
+        default=DecodingOptions.length_penalty,
+        help=f"beam search's alpha (default {DecodingOptions.length_penalty})",
     )
     parser.add_argument(
         "--max-output-ratio",
         type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
-        default=1.5,
+        default=DecodingOptions.max_output_ratio,
         help="output tokens <= ratio * source + 10",
     )
     parser.add_argument(
@@ -119,7 +120,7 @@ def print_warnings(result_warnings: list[str], where: str = "") -> None:
         print(f"warning: {where}{message}", file=sys.stderr)
 
 
-def interactive(translator: Translator, args: argparse.Namespace, options: dict) -> None:
+def interactive(translator: Translator, args: argparse.Namespace, options: DecodingOptions) -> None:
     try:
         import readline  # noqa: F401  (line editing and history for input(), where the platform has it)
     except ImportError:
@@ -145,14 +146,14 @@ def interactive(translator: Translator, args: argparse.Namespace, options: dict)
         number += 1
         if args.attention:
             path = numbered_path(args.attention, number, count=2)  # always numbered: more may follow
-            (text,), written = translate_with_attention(translator, [line], path, **options)
+            (text,), written = translate_with_attention(translator, [line], path, options)
             print_warnings(translator.record.warnings(line) if translator.record is not None else [])
             print(text)
             for written_path in written:
                 print(f"attention: {written_path}", file=sys.stderr)
         else:
             (result,) = translate_lines(
-                translator, [line], nbest=args.nbest, split=not args.no_split, align=args.format == "jsonl", **options
+                translator, [line], options, nbest=args.nbest, split=not args.no_split, align=args.format == "jsonl"
             )
             print_warnings(result.warnings)
             if args.format == "jsonl":
@@ -164,13 +165,15 @@ def interactive(translator: Translator, args: argparse.Namespace, options: dict)
 NO_RECORD = "this checkpoint holds no record of its training data (it predates them): unseen words cannot be named"
 
 
-def translate_all(translator: Translator, sentences: list[str], args: argparse.Namespace, options: dict) -> list[str]:
+def translate_all(
+    translator: Translator, sentences: list[str], args: argparse.Namespace, options: DecodingOptions
+) -> list[str]:
     """The output lines for the input lines (warnings go to stderr as they are found)."""
     if args.score_reference:
         references = read_sentences(Path(args.score_reference).read_bytes(), args.score_reference)
         if len(references) != len(sentences):
             raise InputError(f"{args.score_reference} has {len(references)} lines but the input has {len(sentences)}")
-        scored = score_lines(translator, sentences, references, options["length_penalty"])
+        scored = score_lines(translator, sentences, references, options.length_penalty)
         for number, result in enumerate(scored, 1):
             print_warnings(result.warnings, f"line {number}: ")
         if args.format == "jsonl":
@@ -181,7 +184,7 @@ def translate_all(translator: Translator, sentences: list[str], args: argparse.N
             for r in scored
         ]
     if args.attention:
-        outputs, written = translate_with_attention(translator, sentences, args.attention, **options)
+        outputs, written = translate_with_attention(translator, sentences, args.attention, options)
         for number, line in enumerate(sentences, 1):
             print_warnings(
                 translator.record.warnings(line) if translator.record is not None else [], f"line {number}: "
@@ -190,7 +193,7 @@ def translate_all(translator: Translator, sentences: list[str], args: argparse.N
             print(f"attention: {path}", file=sys.stderr)
         return outputs
     results = translate_lines(
-        translator, sentences, nbest=args.nbest, split=not args.no_split, align=args.format == "jsonl", **options
+        translator, sentences, options, nbest=args.nbest, split=not args.no_split, align=args.format == "jsonl"
     )
     for number, result in enumerate(results, 1):
         print_warnings(result.warnings, f"line {number}: ")
@@ -206,13 +209,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = {
-        "beam": args.beam,
-        "length_penalty": args.length_penalty,
-        "max_output_ratio": args.max_output_ratio,
-        "max_output_len": args.max_output_len,
-        "use_cache": not args.no_cache,
-    }
+    options = DecodingOptions(
+        beam_size=args.beam,
+        length_penalty=args.length_penalty,
+        max_output_ratio=args.max_output_ratio,
+        max_output_len=args.max_output_len,
+        use_cache=not args.no_cache,
+    )
     try:
         if args.output and not Path(args.output).resolve().parent.is_dir():
             raise InputError(f"cannot write {args.output}: no such folder")

@@ -2,6 +2,7 @@
 
 import json
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,17 +10,24 @@ import torch
 from torch import nn
 
 from minitrans import benchmark_training as bench
-from minitrans.benchmark_training import SIZES, ModelSize, TorchTransformer, build_model, training_flops
+from minitrans.benchmark_training import SIZES, TorchTransformer, build, training_flops
+from minitrans.config import TransformerConfig
 
 
 def linear_weights(model: nn.Module) -> int:
     return sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
 
 
-@pytest.mark.parametrize("size", [SIZES["tiny"], ModelSize(48, 3, 80, 2, 3)])
+@pytest.mark.parametrize(
+    "size",
+    [
+        SIZES["tiny"],
+        TransformerConfig(d_model=48, num_heads=3, d_ff=80, num_encoder_layers=2, num_decoder_layers=3),
+    ],
+)
 def test_flops_are_six_times_matmul_weights_times_tokens_plus_attention(size):
     vocab, batch, length = 50, 4, 9
-    model = build_model("minitrans", vocab, size, 0.0, True)
+    model = build("minitrans", vocab, replace(size, dropout=0.0))
     attention_macs = 2 * batch * size.d_model * length**2 * (size.num_encoder_layers + 2 * size.num_decoder_layers)
     expected = 6 * (batch * length * linear_weights(model) + attention_macs)
     assert training_flops(size, vocab, batch, length, length) == expected
@@ -27,9 +35,9 @@ def test_flops_are_six_times_matmul_weights_times_tokens_plus_attention(size):
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_torch_twin_has_the_same_parameters_and_output_shape(norm_first):
-    size = SIZES["tiny"]
-    ours = build_model("minitrans", 40, size, 0.1, norm_first)
-    twin = build_model("torch", 40, size, 0.1, norm_first)
+    size = replace(SIZES["tiny"], dropout=0.1, norm_first=norm_first)
+    ours = build("minitrans", 40, size)
+    twin = build("torch", 40, size)
     assert isinstance(twin, TorchTransformer)
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     # nn.Transformer always ends both stacks in a LayerNorm; post-norm minitrans does not.
@@ -91,22 +99,33 @@ def small_run(tmp_path_factory) -> Path:
 
 def test_decoding_figures_come_from_the_decoding_benchmark_on_the_runs_own_corpus(small_run):
     """The real --checkpoint path: checkpoint, the run's corpus, both decoding paths timed."""
-    figures = bench.decoding_figures(str(small_run), torch.device("cpu"), quick=True)
+    figures = bench.decoding_figures(str(small_run), torch.device("cpu"))
     assert figures["checkpoint"] == str(small_run) and figures["device"] == "cpu"
     assert (figures["split"], figures["sentences"]) == ("test", 3)
     for row in figures["results"]:
         assert row["identical"] and row["speedup"] == pytest.approx(row["uncached_s"] / row["cached_s"])
 
 
-def test_benchmark_loss_is_the_trainers_loss():
-    from minitrans.evaluation import token_loss
+def test_benchmark_steps_with_the_trainers_step_and_loss(monkeypatch):
+    """The benchmark times minitrans.train_step (whose loss is minitrans.loss.token_loss): a
+    poisoned loss there reaches the benchmark's step, so there is no second copy to drift."""
+    import minitrans.train_step as step_module
+    from minitrans.data.batching import collate
 
-    gen = torch.Generator().manual_seed(0)
-    logits = torch.randn(3, 5, 11, generator=gen)
-    tgt_out = torch.randint(1, 11, (3, 5), generator=gen)
-    tgt_out[0, 3:] = 0
-    for smoothing in (0.0, 0.1):
-        torch.testing.assert_close(bench.token_loss(logits, tgt_out, smoothing), token_loss(logits, tgt_out, smoothing))
+    torch.manual_seed(0)
+    model = build("minitrans", 40, SIZES["tiny"])
+    before = [p.detach().clone() for p in model.parameters()]
+    calls = []
+    real_loss = step_module.token_loss
+
+    def counted(*args):
+        calls.append(args[2])
+        return real_loss(*args) * float("nan")  # a non-finite loss: the shared step skips the update
+
+    monkeypatch.setattr(step_module, "token_loss", counted)
+    bench.make_step(model, torch.device("cpu"))(collate([[5, 6, 3]], [[7, 8]]))
+    assert calls == [bench.LABEL_SMOOTHING]
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
 def copy_weights_into_twin(ours: nn.Module, twin: TorchTransformer) -> None:
@@ -154,9 +173,11 @@ def copy_weights_into_twin(ours: nn.Module, twin: TorchTransformer) -> None:
 def test_torch_twin_computes_the_same_function_given_the_same_weights(norm_first):
     """The benchmark's reference is the same model, not just one of the same size."""
     torch.manual_seed(9)
-    size = ModelSize(16, 2, 32, 2, 2)
-    ours = build_model("minitrans", 40, size, 0.0, norm_first).eval()
-    twin = build_model("torch", 40, size, 0.0, norm_first).eval()
+    size = TransformerConfig(
+        d_model=16, num_heads=2, d_ff=32, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0, norm_first=norm_first
+    )
+    ours = build("minitrans", 40, size).eval()
+    twin = build("torch", 40, size).eval()
     src = torch.tensor([[5, 6, 7, 0, 0], [5, 6, 7, 8, 9]])
     tgt = torch.tensor([[2, 9, 11, 12], [2, 9, 13, 4]])
     assert not torch.allclose(twin(src, tgt), ours(src, tgt), atol=1e-3)  # different weights, different outputs

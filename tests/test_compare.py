@@ -115,7 +115,7 @@ def test_no_heatmap_when_heads_and_d_k_do_not_vary(tmp_path):
 def test_labels_are_names_made_unique_by_their_overrides(sweep):
     runs, _ = find_runs([sweep])
     assert run_labels(runs)[0] == "transformer (d_k=8, num_heads=1)"
-    runs[1].summary["name"] = "big"
+    runs[1].summary.name = "big"
     assert run_labels(runs)[1] == "big"
 
 
@@ -130,7 +130,7 @@ def test_bleu_by_length_works_for_any_runs_and_skips_runs_without_buckets(tmp_pa
     assert path.read_bytes()[:8] == PNG
     assert plot_bleu_by_length(runs[2:], tmp_path / "none.png") is None
     for run in runs[:2]:  # every sentence in one bucket: nothing to plot
-        run.summary["test"]["by_length"] = run.summary["test"]["by_length"][:1]
+        run.summary.test["by_length"] = run.summary.test["by_length"][:1]
     assert plot_bleu_by_length(runs, tmp_path / "one_bucket.png") is None
 
 

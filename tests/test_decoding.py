@@ -16,7 +16,7 @@ from minitrans.decoding import (
     beam_search_nbest,
     greedy_decode,
     greedy_search,
-    length_penalty,
+    length_normalizer,
     output_limits,
     search,
     translate_ids,
@@ -85,7 +85,7 @@ def test_cached_decoding_equals_full_recomputation(trained, src, beam):
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.5])
 def test_beam_size_one_is_greedy(trained, src, alpha):
-    assert beam_search(trained, src, beam_size=1, alpha=alpha) == greedy_decode(trained, src)
+    assert beam_search(trained, src, beam_size=1, length_penalty=alpha) == greedy_decode(trained, src)
 
 
 @pytest.mark.parametrize("beam", [1, 4])
@@ -137,7 +137,7 @@ def sequence_score(model, src_row, ids, ends_with_eos, alpha):
     log_probs = logits.log_softmax(dim=-1)[0]  # (T, V)
     targets = [*ids, EOS_ID] if ends_with_eos else ids
     total = sum(float(log_probs[t, token]) for t, token in enumerate(targets))
-    return total / length_penalty(len(targets), alpha)
+    return total / length_normalizer(len(targets), alpha)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -154,7 +154,7 @@ def test_a_beam_that_holds_every_hypothesis_finds_the_exact_best(family, alpha):
         scored = [(sequence_score(model, row_src, ids, eos, alpha), ids) for ids, eos in complete]
         best = max(scored)[1]
         width = len(words) ** (limit - 1) * (len(words) + 1)  # every candidate of the last step
-        found = beam_search(model, row_src, beam_size=width, alpha=alpha, max_output_len=limit)
+        found = beam_search(model, row_src, beam_size=width, length_penalty=alpha, max_output_len=limit)
         assert found == [best]
         # ... and its n best are the n best of all, in order, each with its teacher-forced score
         (nbest,) = beam_search_nbest(model, row_src, width, alpha, max_output_len=limit, nbest=4)
@@ -165,8 +165,8 @@ def test_a_beam_that_holds_every_hypothesis_finds_the_exact_best(family, alpha):
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 def test_nbest_lists_are_distinct_ranked_and_scored_as_teacher_forcing_scores_them(trained, src, alpha):
-    found = beam_search_nbest(trained, src, beam_size=5, alpha=alpha, nbest=3)
-    assert [hyps[0].ids for hyps in found] == beam_search(trained, src, beam_size=5, alpha=alpha)
+    found = beam_search_nbest(trained, src, beam_size=5, length_penalty=alpha, nbest=3)
+    assert [hyps[0].ids for hyps in found] == beam_search(trained, src, beam_size=5, length_penalty=alpha)
     for row, hyps in enumerate(found):
         assert len(hyps) == 3
         assert len({tuple(hyp.ids) for hyp in hyps}) == 3
@@ -175,12 +175,12 @@ def test_nbest_lists_are_distinct_ranked_and_scored_as_teacher_forcing_scores_th
         for hyp in hyps:
             expected = sequence_score(trained, row_src, hyp.ids, hyp.is_finished, alpha)
             assert hyp.score == pytest.approx(expected, abs=1e-4)
-            assert hyp.log_prob == pytest.approx(hyp.score * length_penalty(hyp.num_generated, alpha), abs=1e-4)
+            assert hyp.log_prob == pytest.approx(hyp.score * length_normalizer(hyp.num_generated, alpha), abs=1e-4)
 
 
 def test_greedy_scores_are_the_teacher_forced_scores_and_beam_one_reports_the_same(trained, src):
-    greedy = greedy_search(trained, src, alpha=0.6)
-    beam_one = beam_search_nbest(trained, src, beam_size=1, alpha=0.6)
+    greedy = greedy_search(trained, src, length_penalty=0.6)
+    beam_one = beam_search_nbest(trained, src, beam_size=1, length_penalty=0.6)
     for row, (hyp, (beamed,)) in enumerate(zip(greedy, beam_one)):
         row_src = src[row : row + 1, : int((src[row] != PAD_ID).sum())]
         assert hyp.score == pytest.approx(sequence_score(trained, row_src, hyp.ids, hyp.is_finished, 0.6), abs=1e-4)
@@ -239,13 +239,13 @@ def test_beam_finds_a_likelier_sentence_than_greedy():
     model = ScriptedModel({(): {4: 0.5, 5: 0.4, EOS_ID: 0.1}, (4,): {6: 0.3, 7: 0.3, EOS_ID: 0.4}, (5,): {EOS_ID: 0.9}})
     assert greedy_decode(model, SRC) == [[4]]  # p = 0.2
     for use_cache in (True, False):
-        assert beam_search(model, SRC, beam_size=2, alpha=0.0, use_cache=use_cache) == [[5]]  # p = 0.36
+        assert beam_search(model, SRC, beam_size=2, length_penalty=0.0, use_cache=use_cache) == [[5]]  # p = 0.36
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_search_stops_as_soon_as_no_open_beam_can_beat_the_best_finished(use_cache):
     model = ScriptedModel({(): {EOS_ID: 0.4, 4: 0.35, 5: 0.25}})
-    assert beam_search(model, SRC, beam_size=3, alpha=0.0, use_cache=use_cache) == [[]]
+    assert beam_search(model, SRC, beam_size=3, length_penalty=0.0, use_cache=use_cache) == [[]]
     assert model.calls == 1  # log 0.35 can only fall: the empty sentence (0.4) has won
 
 
@@ -254,7 +254,7 @@ def test_an_early_finished_hypothesis_is_kept_until_a_better_one_ends(eos_after_
     # alpha = 1 favours longer sentences, so the search goes on after the empty sentence ends;
     # [4] + EOS (p = 0.35 * eos_after_4) beats it after length normalisation only for 0.99.
     model = ScriptedModel({(): {EOS_ID: 0.4, 4: 0.35, 5: 0.25}, (4,): {EOS_ID: eos_after_4, 6: 1 - eos_after_4}})
-    assert beam_search(model, SRC, beam_size=2, alpha=1.0) == [expected]
+    assert beam_search(model, SRC, beam_size=2, length_penalty=1.0) == [expected]
 
 
 def test_a_length_reward_keeps_the_search_going_to_the_limit_where_open_beams_end():
@@ -262,7 +262,7 @@ def test_a_length_reward_keeps_the_search_going_to_the_limit_where_open_beams_en
     # beam [4, 7, 7, 7] (p = 0.2, no EOS) wins when the limit of 4 tokens ends it.
     model = ScriptedModel({(): {EOS_ID: 0.6, 4: 0.4}})
     model.DEFAULT = {7: 0.8, 6: 0.15, EOS_ID: 0.05}
-    assert beam_search(model, SRC, beam_size=2, alpha=3.0, max_output_len=4) == [[4, 7, 7, 7]]
+    assert beam_search(model, SRC, beam_size=2, length_penalty=3.0, max_output_len=4) == [[4, 7, 7, 7]]
     assert model.calls == 4
 
 

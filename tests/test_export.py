@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from minitrans.checkpoint import save_checkpoint
-from minitrans.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
 from minitrans.ct2 import Ct2Error, Ct2Translator, is_exported, load_translator
 from minitrans.export import ExportError, check_exportable, export_ctranslate2
 from minitrans.models import build_model
@@ -81,11 +81,13 @@ def test_ctranslate2_translates_exactly_as_our_decoder(tmp_path, variant):
     engine = Ct2Translator.from_folder(export_ctranslate2(checkpoint, tmp_path / "ct2"), threads=1)
     src_ids = ours.encode(SENTENCES)
     for beam in (1, 3, 5):
-        expected = ours.translate_encoded(src_ids, beam)
-        assert engine.translate_encoded(src_ids, beam) == expected, (variant, beam)
+        expected = ours.translate_encoded(src_ids, DecodingOptions(beam_size=beam))
+        assert engine.translate_encoded(src_ids, DecodingOptions(beam_size=beam)) == expected, (variant, beam)
         if beam == 1:  # the comparison means something: outputs end early, late and at the limit
             assert len({len(ids) for ids in expected}) >= 5, sorted(len(ids) for ids in expected)
-    assert engine.translate(SENTENCES, beam=2, length_penalty=0.0) == ours.translate(SENTENCES, 2, length_penalty=0.0)
+    assert engine.translate(SENTENCES, DecodingOptions(beam_size=2, length_penalty=0.0)) == ours.translate(
+        SENTENCES, DecodingOptions(beam_size=2, length_penalty=0.0)
+    )
 
 
 @needs_ct2
@@ -95,8 +97,8 @@ def test_nbest_hypotheses_scores_and_alignments_match_ours(exported):
     src_ids = ours.encode(SENTENCES)
     cut = []
     for beam, nbest in ((1, 1), (4, 3)):
-        expected = ours.search_encoded(src_ids, beam, nbest=nbest)
-        found = engine.search_encoded(src_ids, beam, nbest=nbest)
+        expected = ours.search_encoded(src_ids, DecodingOptions(beam_size=beam), nbest=nbest)
+        found = engine.search_encoded(src_ids, DecodingOptions(beam_size=beam), nbest=nbest)
         assert [[h.ids for h in hyps] for hyps in found] == [[h.ids for h in hyps] for hyps in expected]
         assert [[h.is_finished for h in hyps] for hyps in found] == [[h.is_finished for h in hyps] for hyps in expected]
         for hyps, ref in zip(found, expected):
@@ -104,14 +106,14 @@ def test_nbest_hypotheses_scores_and_alignments_match_ours(exported):
             assert [h.score for h in hyps] == pytest.approx([h.score for h in ref], abs=1e-3)
         cut += [not hyp.is_finished for hyps in found for hyp in hyps]
     assert any(cut) and not all(cut)  # some end with EOS, some at the length limit
-    described = engine.translate(SENTENCES[:10], beam=4, nbest=2)
-    reference = ours.translate(SENTENCES[:10], beam=4, nbest=2)
+    described = engine.translate(SENTENCES[:10], DecodingOptions(beam_size=4), nbest=2)
+    reference = ours.translate(SENTENCES[:10], DecodingOptions(beam_size=4), nbest=2)
     for got, want in zip(described, reference):
         assert [(t.text, t.pieces, t.alignment, t.is_finished) for t in got] == [
             (t.text, t.pieces, t.alignment, t.is_finished) for t in want
         ]
     with pytest.raises(ValueError, match="nbest must be between 1 and the beam size 2"):
-        engine.search_encoded(src_ids, beam=2, nbest=3)
+        engine.search_encoded(src_ids, DecodingOptions(beam_size=2), nbest=3)
     with pytest.raises(Ct2Error, match="forced scoring needs the PyTorch checkpoint"):
         engine.score(SENTENCES[:1], ["a man"])
 
@@ -122,7 +124,7 @@ def test_int8_export_is_smaller_and_still_translates(exported, tmp_path):
     int8 = export_ctranslate2(run, tmp_path / "int8", quantization="int8")
     assert (int8 / "model.bin").stat().st_size < 0.6 * (folder / "model.bin").stat().st_size
     assert json.loads((int8 / "minitrans.json").read_text())["quantization"] == "int8"
-    outputs = load_translator(int8, "cpu").translate(SENTENCES, beam=2)
+    outputs = load_translator(int8, "cpu").translate(SENTENCES, DecodingOptions(beam_size=2))
     assert len(outputs) == len(SENTENCES) and outputs[-1] == ""
 
 

@@ -11,6 +11,7 @@ from test_translate import SRC, build_checkpoint, load_script, pipe_stdin
 
 from minitrans.coverage import TrainingRecord
 from minitrans.decoding import length_penalty
+from minitrans.config import DecodingOptions
 from minitrans.lines import join, score_lines, split_sentences, translate_lines
 from minitrans.translate import Translation, Translator
 
@@ -54,14 +55,14 @@ def test_split_sentences_knows_abbreviations_and_leaves_one_sentence_alone():
 def test_lines_keep_their_places_and_a_multi_sentence_line_is_translated_sentence_by_sentence(translator):
     first, second = split_sentences(TWO, "de")
     lines = [SRC[0], "", "   ", TWO]
-    results = translate_lines(translator, lines, beam=2, nbest=2)
+    results = translate_lines(translator, lines, DecodingOptions(beam_size=2), nbest=2)
     assert [r.source for r in results] == lines
     assert [r.text for r in results[1:3]] == ["", ""] and results[1].hypotheses == []
-    assert results[0].text == translator.translate([SRC[0]], beam=2)[0]
+    assert results[0].text == translator.translate([SRC[0]], DecodingOptions(beam_size=2))[0]
     joined = results[3]
     assert joined.sentences == [first, second]
-    assert joined.text == " ".join(t for t in translator.translate([first, second], beam=2) if t)
-    apart = translator.translate([first, second], beam=2, nbest=2)
+    assert joined.text == " ".join(t for t in translator.translate([first, second], DecodingOptions(beam_size=2)) if t)
+    apart = translator.translate([first, second], DecodingOptions(beam_size=2), nbest=2)
     best = joined.hypotheses[0]
     assert best.pieces == apart[0][0].pieces + apart[1][0].pieces
     offset = len(translator.encode([first])[0]) - 1  # the first sentence's pieces, without EOS
@@ -74,12 +75,12 @@ def test_lines_keep_their_places_and_a_multi_sentence_line_is_translated_sentenc
 def test_join_sums_log_probs_and_normalises_by_the_whole_length():
     a = [Translation("A.", ["▁A", "."], -1.0, -2.0, [0, 1]), Translation("B.", ["▁B", "."], -2.0, -3.0, [1, 1])]
     b = [Translation("C", ["▁C"], -0.5, -1.0, [0], is_finished=False)]
-    first, second = join([a, b], [0, 2], alpha=1.0, nbest=2)
+    first, second = join([a, b], [0, 2], length_penalty=1.0, nbest=2)
     assert (first.text, first.pieces, first.alignment) == ("A. C", ["▁A", ".", "▁C"], [0, 1, 2])
     assert first.log_prob == -3.0 and first.score == pytest.approx(-3.0 / length_penalty(4, 1.0))
     assert not first.is_finished
     assert second.text == "B. C"  # a sentence with fewer hypotheses repeats its last
-    assert join([a], [0], alpha=1.0, nbest=2) == a  # one sentence: its own hypotheses
+    assert join([a], [0], length_penalty=1.0, nbest=2) == a  # one sentence: its own hypotheses
 
 
 def test_warnings_name_unseen_words_and_cut_sentences(translator):
@@ -95,7 +96,7 @@ def test_warnings_name_unseen_words_and_cut_sentences(translator):
 
 
 def test_json_objects_have_the_documented_schema(translator):
-    for result in translate_lines(translator, [SRC[0], "", TWO], beam=3, nbest=3):
+    for result in translate_lines(translator, [SRC[0], "", TWO], DecodingOptions(beam_size=3), nbest=3):
         obj = json.loads(json.dumps(result.to_json(), ensure_ascii=False))
         assert set(obj) == {"source", "sentences", "source_pieces", "hypotheses", "unseen_words", "warnings"}
         for hyp in obj["hypotheses"]:
@@ -135,7 +136,7 @@ def test_script_text_mode_nbest_and_scores(script, run, translator, monkeypatch,
     assert script.main([str(run), "--nbest", "2", "--beam", "3", "--scores"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 6 and out[2:4] == ["", ""]  # two lines per input line, blank ones too
-    found = translator.translate([SRC[0], SRC[1]], beam=3, nbest=2)
+    found = translator.translate([SRC[0], SRC[1]], DecodingOptions(beam_size=3), nbest=2)
     assert out[0] == f"{found[0][0].score:.4f}\t{found[0][0].text}"
     assert out[5] == f"{found[1][1].score:.4f}\t{found[1][1].text}"
     pipe_stdin(monkeypatch, f"{SRC[0]}\n".encode())

@@ -119,18 +119,18 @@ def test_sigterm_and_sigint_checkpoint_exit_cleanly_and_the_rerun_resumes(tmp_pa
 
 
 def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeypatch):
-    import minitrans.trainer as trainer_module
+    import minitrans.train_step as step_module
 
     cfg = tiny_config("trainer.max_steps=6", "trainer.max_bad_steps=3", "trainer.eval_every=1000")
     calls = {"count": 0}
-    real_loss = trainer_module.token_loss
+    real_loss = step_module.token_loss
 
     def poisoned(logits, tgt_out, smoothing):  # batches 3 and 4 give NaN: two bad steps in a row
         calls["count"] += 1
         loss = real_loss(logits, tgt_out, smoothing)
         return loss * float("nan") if calls["count"] in (3, 4) else loss
 
-    monkeypatch.setattr(trainer_module, "token_loss", poisoned)
+    monkeypatch.setattr(step_module, "token_loss", poisoned)
     trainer = Trainer(cfg, tmp_path / "run")
     summary = trainer.fit()
     assert trainer.state.step == 6 and trainer.state.skipped_steps == 2 and trainer.state.bad_steps == 0
@@ -141,13 +141,13 @@ def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeyp
 
 
 def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact(tmp_path, tiny_config, monkeypatch):
-    import minitrans.trainer as trainer_module
+    import minitrans.train_step as step_module
 
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=3", "trainer.checkpoint_every=2")
-    real_loss = trainer_module.token_loss
+    real_loss = step_module.token_loss
     trainer = Trainer(cfg, tmp_path / "run")
     monkeypatch.setattr(
-        trainer_module,
+        step_module,
         "token_loss",
         lambda *a: real_loss(*a) * (float("inf") if trainer.state.step >= 5 else 1.0),
     )

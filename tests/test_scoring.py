@@ -63,7 +63,7 @@ def test_forced_score_of_the_greedy_output_is_the_score_greedy_reported(trained,
 
 
 def test_forced_scores_of_every_nbest_hypothesis_are_the_scores_the_beam_reported(trained, src):
-    found = beam_search_nbest(trained, src, beam_size=4, alpha=0.6, nbest=3)
+    found = beam_search_nbest(trained, src, beam_size=4, length_penalty=0.6, nbest=3)
     rows = [row for row, hyps in enumerate(found) for _ in hyps]
     hyps = [hyp for sentence in found for hyp in sentence]
     forced = force_decode(trained, src[rows], [h.ids for h in hyps], 0.6, [h.is_finished for h in hyps])
@@ -83,7 +83,7 @@ def test_alignments_name_a_real_source_piece_for_every_target_piece(trained, src
 
 
 def test_a_less_likely_translation_scores_lower_and_scores_are_per_piece(trained, src):
-    found = greedy_search(trained, src[:1], alpha=0.0)[0]
+    found = greedy_search(trained, src[:1], length_penalty=0.0)[0]
     other = [4 if token != 4 else 5 for token in found.ids] or [4]
     best, worse = force_decode(trained, src[:1].repeat(2, 1), [found.ids, other], 0.0, [True, True])
     assert worse.log_prob < best.log_prob or not found.is_finished

@@ -19,6 +19,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 from minitrans.config import DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
 from minitrans.models import build_model
+from minitrans.summary import RunSummary
 from minitrans.tblog import FINAL, KEY_HPARAMS, NO_ATTENTION, log_hparams, log_layout, log_validation_samples
 from minitrans.tokenizer import Tokenizer
 from minitrans.trainer import train
@@ -142,7 +143,7 @@ RNN_SUMMARY = {
 def test_rnn_hparams_name_its_own_hyper_parameters(tmp_path):
     cfg = TrainConfig(model=RNNConfig(kind="rnn_attention", **TINY_RNN))
     with SummaryWriter(str(tmp_path)) as writer:
-        log_hparams(writer, cfg, 1234, RNN_SUMMARY)
+        log_hparams(writer, cfg, 1234, RunSummary.from_dict(RNN_SUMMARY))
     events = read_events(tmp_path)
     hparams = session_hparams(events)
     assert hparams["model"] == "rnn_attention" and hparams["d_hidden"] == 16 and hparams["params"] == 1234
@@ -171,7 +172,7 @@ def test_hparams_metric_columns_fill_in_with_the_run_or_its_parent_as_logdir(tmp
     for job, heads in (("0_model.num_heads=1", 1), ("1_model.num_heads=2", 2)):
         cfg = TrainConfig(model=TransformerConfig(**TINY_TRANSFORMER | {"num_heads": heads}))
         with SummaryWriter(str(tmp_path / "sweep" / job)) as writer:
-            log_hparams(writer, cfg, 1234, summary)
+            log_hparams(writer, cfg, 1234, RunSummary.from_dict(summary))
     run_only = hparams_table(tmp_path / "sweep" / "0_model.num_heads=1")
     assert list(run_only) == ["."]  # TensorBoard's name for the logdir itself
     assert run_only["."][f"{FINAL}/test_bleu"] == 4.0 and run_only["."][f"{FINAL}/hard_chrf"] == 7.0
@@ -234,8 +235,8 @@ def test_a_tiny_training_run_writes_scalars_samples_attention_and_hparams_into_o
     ):
         assert tag in tags["scalars"], tag
     assert not [tag for tag in tags["scalars"] if tag.startswith("test/") or tag.endswith("/loss")]
-    assert events.Scalars(f"{FINAL}/test_bleu")[-1].value == pytest.approx(summary["test"]["bleu"])
-    assert events.Scalars("valid/cross_entropy")[-1].value == pytest.approx(summary["valid"]["loss"])
+    assert events.Scalars(f"{FINAL}/test_bleu")[-1].value == pytest.approx(summary.test["bleu"])
+    assert events.Scalars("valid/cross_entropy")[-1].value == pytest.approx(summary.valid["loss"])
     # two different quantities under two names (the default trainer smooths labels by 0.1)
     smoothed, plain = (events.Scalars(f"valid/{name}")[-1].value for name in ("loss_label_smoothed", "cross_entropy"))
     assert smoothed != pytest.approx(plain, abs=1e-4)
@@ -249,5 +250,5 @@ def test_a_tiny_training_run_writes_scalars_samples_attention_and_hparams_into_o
     assert events.PluginTagToContent(custom_scalar_metadata.PLUGIN_NAME)
     hparams = session_hparams(events)
     assert hparams["model"] == "transformer" and hparams["num_heads"] == 2 and hparams["d_k"] == 8
-    assert hparams["params"] == summary["params"] and hparams["d_model"] == 16
+    assert hparams["params"] == summary.params and hparams["d_model"] == 16
     assert hparams_metadata.SESSION_END_INFO_TAG in events.PluginTagToContent(hparams_metadata.PLUGIN_NAME)

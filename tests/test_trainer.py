@@ -76,7 +76,7 @@ def test_nothing_is_written_outside_the_run_folder(trained):
 
 def test_summary_json_holds_the_documented_figures(trained):
     summary = json.loads((trained["run"] / "summary.json").read_text())
-    assert summary == json.loads(json.dumps(trained["summary"]))  # the file is what train() returned
+    assert summary == json.loads(json.dumps(trained["summary"].to_dict()))  # the file is what train() returned
     assert {"test", "valid", "test_splits", "params", "steps", "train_seconds", "weights", "config"} <= set(summary)
     assert {"bleu", "chrf", "bleu_lowercase", "by_length"} <= set(summary["test"])
     assert {"bleu", "chrf", "loss"} <= set(summary["valid"])
@@ -96,7 +96,7 @@ def test_translations_are_the_final_models_translation_of_the_test_split(trained
     lines = (trained["run"] / "translations" / "test.hyp.txt").read_text(encoding="utf-8").splitlines()
     assert len(lines) == cfg.data.num_test == len(sources)
     alone = Translator.from_checkpoint(trained["run"] / "checkpoints" / "averaged.pt", device="cpu")
-    assert lines == alone.translate(sources, beam=cfg.trainer.beam_size)
+    assert lines == alone.translate(sources, cfg.trainer.test_decoding())
 
 
 # -- checkpoint averaging and best.pt ------------------------------------------------------

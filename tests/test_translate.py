@@ -14,19 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitrans.checkpoint import CheckpointError, save_checkpoint
-from minitrans.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.checkpoint import CheckpointError, resolve_checkpoint, save_checkpoint
+from minitrans.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
 from minitrans.interface import Seq2SeqModel
 from minitrans.models import build_model
+from minitrans.textio import InputError, numbered_path, read_sentences
 from minitrans.tokenizer import EOS_ID, PAD_ID, Tokenizer
-from minitrans.translate import (
-    InputError,
-    Translator,
-    numbered_path,
-    read_sentences,
-    resolve_checkpoint,
-    translate_with_attention,
-)
+from minitrans.translate import Translator, translate_with_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ["ein mann fährt fahrrad .", "eine frau liest ein buch .", "zwei hunde spielen im park ."] * 3
@@ -110,7 +104,7 @@ def copier(translator) -> Translator:
 def test_the_copy_model_gives_each_sentence_back(copier):
     """The oracle of the order tests below: distinct inputs give distinct, known outputs."""
     assert copier.translate(SRC[:3]) == SRC[:3]
-    assert copier.translate(SRC[:3], beam=3, use_cache=False) == SRC[:3]
+    assert copier.translate(SRC[:3], DecodingOptions(beam_size=3, use_cache=False)) == SRC[:3]
 
 
 # -- checkpoints ------------------------------------------------------------------------------
@@ -152,8 +146,8 @@ def test_every_model_family_translates_from_a_checkpoint(tmp_path):
     for kind in ("transformer", "rnn", "rnn_attention"):
         translator = Translator.from_checkpoint(build_checkpoint(tmp_path / f"{kind}.pt", kind), device="cpu")
         for beam in (1, 3):
-            cached = translator.translate(SRC[:3], beam=beam)
-            assert cached == translator.translate(SRC[:3], beam=beam, use_cache=False)
+            cached = translator.translate(SRC[:3], DecodingOptions(beam_size=beam))
+            assert cached == translator.translate(SRC[:3], DecodingOptions(beam_size=beam, use_cache=False))
             assert len(cached) == 3 and all(cached)
 
 
@@ -162,13 +156,21 @@ def test_every_model_family_translates_from_a_checkpoint(tmp_path):
 def test_blank_sentences_give_empty_lines_and_keep_alignment(copier, beam):
     # lengths differ, so the length-sorted batches must be put back in input order
     sentences = ["", SRC[2], "   ", SRC[0], "\t\u3000", SRC[1], ""]
-    assert copier.translate(sentences, beam=beam, batch_tokens=40) == ["", SRC[2], "", SRC[0], "", SRC[1], ""]
+    assert copier.translate(sentences, DecodingOptions(beam_size=beam, batch_hyp_tokens=40)) == [
+        "",
+        SRC[2],
+        "",
+        SRC[0],
+        "",
+        SRC[1],
+        "",
+    ]
 
 
 def test_nbest_gives_typed_ranked_translations_whose_best_is_the_plain_translation(translator):
     sentences = [SRC[0], "", SRC[1]]
-    plain = translator.translate(sentences, beam=3)
-    found = translator.translate(sentences, beam=3, nbest=2)
+    plain = translator.translate(sentences, DecodingOptions(beam_size=3))
+    found = translator.translate(sentences, DecodingOptions(beam_size=3), nbest=2)
     assert [len(hyps) for hyps in found] == [2, 0, 2]
     src_pieces = [len(ids) - 1 for ids in translator.encode(sentences)]  # without EOS
     for hyps, text, pieces in zip(found, plain, src_pieces):
@@ -181,11 +183,11 @@ def test_nbest_gives_typed_ranked_translations_whose_best_is_the_plain_translati
             assert len(hyp.alignment) == len(hyp.pieces)
             assert all(0 <= index < pieces for index in hyp.alignment)
     with pytest.raises(ValueError, match="nbest"):
-        translator.translate(sentences, beam=2, nbest=3)
+        translator.translate(sentences, DecodingOptions(beam_size=2), nbest=3)
 
 
 def test_forced_scoring_of_its_own_translation_gives_the_score_the_search_reported(translator):
-    found = translator.translate(SRC[:3], beam=1, nbest=1)
+    found = translator.translate(SRC[:3], DecodingOptions(beam_size=1), nbest=1)
     ids = [translator.tokenizer.tgt.piece_to_id(hyps[0].pieces) for hyps in found]
     ends = [hyps[0].is_finished for hyps in found]  # an untrained model may run to the length limit
     src = translator.encode(SRC[:3])
@@ -240,7 +242,7 @@ def test_invalid_utf8_names_the_line():
 # -- attention --------------------------------------------------------------------------------
 def test_attention_of_a_translation_labels_every_axis(translator):
     src_ids = translator.encode([SRC[0]])[0]
-    hyp = translator.translate_encoded([src_ids], beam=3)[0]
+    hyp = translator.translate_encoded([src_ids], DecodingOptions(beam_size=3))[0]
     attention = translator.attention(src_ids, hyp)
     assert len(attention.maps["cross"]) == 2  # one per decoder layer
     heads, rows, cols = attention.maps["cross"][0].shape
@@ -250,8 +252,10 @@ def test_attention_of_a_translation_labels_every_axis(translator):
 
 
 def test_attention_pictures_are_numbered_and_skip_blank_lines(translator, tmp_path):
-    outputs, written = translate_with_attention(translator, [SRC[0], "", SRC[1]], tmp_path / "attn.png", beam=2)
-    assert outputs == translator.translate([SRC[0], "", SRC[1]], beam=2)
+    outputs, written = translate_with_attention(
+        translator, [SRC[0], "", SRC[1]], tmp_path / "attn.png", DecodingOptions(beam_size=2)
+    )
+    assert outputs == translator.translate([SRC[0], "", SRC[1]], DecodingOptions(beam_size=2))
     assert written == [tmp_path / "attn.1.png", tmp_path / "attn.3.png"]
     assert all(path.stat().st_size > 0 for path in written)
     _, written = translate_with_attention(translator, [SRC[0]], tmp_path / "one.png")
@@ -320,7 +324,7 @@ def test_script_files_and_attention_pictures(script, run, translator, tmp_path, 
     args = [str(run), "-i", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"), "--beam", "3"]
     assert script.main([*args, "--length-penalty", "1.0", "--attention", str(tmp_path / "a.png")]) == 0
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
-    assert lines == translator.translate([SRC[2], "", SRC[0]], beam=3, length_penalty=1.0)
+    assert lines == translator.translate([SRC[2], "", SRC[0]], DecodingOptions(beam_size=3, length_penalty=1.0))
     assert sorted(p.name for p in tmp_path.glob("a.*.png")) == ["a.1.png", "a.3.png"]
 
 

@@ -1,6 +1,15 @@
 """Corpora (the embedded generated grammar, Multi30k), tokenisation and token-count batching."""
 
 from minitrans.data.batching import Batch, TokenBatchSampler, collate, padding_fraction
-from minitrans.data.corpus import load_corpus, tokenize_corpus
+from minitrans.data.corpus import load_corpus, load_run_split, load_split, tokenize_corpus
 
-__all__ = ["Batch", "TokenBatchSampler", "collate", "load_corpus", "padding_fraction", "tokenize_corpus"]
+__all__ = [
+    "Batch",
+    "TokenBatchSampler",
+    "collate",
+    "load_corpus",
+    "load_run_split",
+    "load_split",
+    "padding_fraction",
+    "tokenize_corpus",
+]

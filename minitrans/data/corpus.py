@@ -74,6 +74,23 @@ def load_split(cfg: DataConfig, split: str, root: str | Path | None = None) -> t
     return list(pairs["src"]), list(pairs["tgt"]), name
 
 
+def load_run_split(
+    config: dict, split: str = "test", data_root: str | Path | None = None
+) -> tuple[list[str], list[str], str]:
+    """Source and reference sentences of a split of the corpus a run was trained on, read from
+    the run's configuration (a checkpoint's ``config``, e.g. ``Translator.config``): the
+    generated corpus is regenerated from its seed and sizes; Multi30k is read from
+    ``data_root``, else the run's ``data.root``, else ``data/multi30k``. "train", "valid" and
+    "test" also name the run's own train, validation and first test split (e.g. "test" is
+    test_2016_flickr for Multi30k). Returns (sources, references, split name)."""
+    try:
+        data = DataConfig(**config["data"])
+    except (KeyError, TypeError, ValueError) as error:  # e.g. a key this version does not know
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"the checkpoint's data config is unusable: {reason}") from None
+    return load_split(data, split, data_root)
+
+
 def _fingerprint(dataset: datasets.Dataset, tokenizer: Tokenizer) -> str:
     digest = hashlib.sha256(tokenizer.src_proto + tokenizer.tgt_proto)
     for src, tgt in zip(dataset["src"], dataset["tgt"]):
