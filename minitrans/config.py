@@ -238,8 +238,12 @@ class DecodingOptions:
     batch_hyp_tokens: int = 6000
 
     def __post_init__(self) -> None:
-        if self.beam_size < 1:
-            raise ValueError(f"beam size must be at least 1, got {self.beam_size}")
+        check_decoding(
+            self.beam_size,
+            self.length_penalty,
+            self.max_output_ratio,
+            ("beam_size", "length_penalty", "max_output_ratio"),
+        )
 
 
 @dataclass

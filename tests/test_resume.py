@@ -160,11 +160,11 @@ def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact
 
 
 def test_a_run_that_diverges_before_its_first_checkpoint_names_none(tmp_path, tiny_config, monkeypatch):
-    import minitrans.trainer as trainer_module
+    import minitrans.train_step as step_module
 
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=2", "trainer.eval_every=1000")
-    real_loss = trainer_module.token_loss
-    monkeypatch.setattr(trainer_module, "token_loss", lambda *a: real_loss(*a) * float("nan"))
+    real_loss = step_module.token_loss
+    monkeypatch.setattr(step_module, "token_loss", lambda *a: real_loss(*a) * float("nan"))
     with pytest.raises(TrainingError, match="no checkpoint was written yet") as error:
         Trainer(cfg, tmp_path / "run").fit()
     assert "last.pt" not in str(error.value)
