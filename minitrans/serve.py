@@ -41,8 +41,10 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from minitrans.checkpoint import resolve_checkpoint
+from minitrans.config import DecodingOptions
 from minitrans.interface import count_parameters
-from minitrans.translate import Translator, resolve_checkpoint
+from minitrans.translate import Translator
 from minitrans.viz import KIND_AXES, KIND_TITLES
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -101,7 +103,7 @@ class TranslateRequest(BaseModel):
     sentences: list[str]
     beam: int = Field(1, ge=1)
     nbest: int = Field(1, ge=1)
-    length_penalty: float = Field(0.6, ge=0.0, le=5.0)
+    length_penalty: float = Field(DecodingOptions.length_penalty, ge=0.0, le=5.0)
     attention: bool = False
     models: list[str] | None = None  # names from /info; default: every model
 
@@ -145,9 +147,8 @@ def translate_for(model: ServedModel, sentences: Sequence[str], request: Transla
     src_ids = translator.encode(sentences)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        found = translator.search_encoded(
-            src_ids, request.beam, length_penalty=request.length_penalty, nbest=request.nbest
-        )
+        options = DecodingOptions(beam_size=request.beam, length_penalty=request.length_penalty)
+        found = translator.search_encoded(src_ids, options, nbest=request.nbest)
     results = []
     for sentence, ids, hyps in zip(sentences, src_ids, found):
         hypotheses = [

@@ -26,6 +26,7 @@ pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 from test_translate import SRC, build_checkpoint  # noqa: E402
 
+from minitrans.config import DecodingOptions  # noqa: E402
 from minitrans.serve import Limits, ServedModel, create_app  # noqa: E402
 from minitrans.translate import Translator  # noqa: E402
 
@@ -77,7 +78,9 @@ def test_translations_are_the_translators_for_every_model_in_order(client, runs)
         body = post(client, sentences=sentences, beam=beam).json()
         assert [m["name"] for m in body["models"]] == ["transformer", "rnn"]
         for answer, kind in zip(body["models"], ("transformer", "rnn")):
-            expected = Translator.from_checkpoint(runs[kind], "cpu").translate(sentences, beam=beam)
+            expected = Translator.from_checkpoint(runs[kind], "cpu").translate(
+                sentences, DecodingOptions(beam_size=beam)
+            )
             got = [t["translation"] for t in answer["translations"]]
             assert got == expected and got[1] == "" and all(got[::2])
             assert [t["source"] for t in answer["translations"]] == sentences
@@ -90,7 +93,7 @@ def test_nbest_lists_the_translators_best_hypotheses_with_their_scores(client, r
     sentences = [SRC[0], "", SRC[2]]
     body = post(client, sentences=sentences, beam=4, nbest=3, length_penalty=1.0, models=["transformer"]).json()
     expected = Translator.from_checkpoint(runs["transformer"], "cpu").translate(
-        sentences, beam=4, nbest=3, length_penalty=1.0
+        sentences, DecodingOptions(beam_size=4, length_penalty=1.0), nbest=3
     )
     for result, translations in zip(body["models"][0]["translations"], expected):
         hyps = result["hypotheses"]
@@ -155,7 +158,7 @@ def test_attention_is_the_translators_own_export(models, runs):
     with TestClient(app) as client:
         result = post(client, sentences=[SRC[1]], attention=True, beam=2).json()["models"][0]["translations"][0]
     translator = models["rnn_attention"].translator
-    ids = translator.translate_encoded(translator.encode([SRC[1]]), 2)[0]
+    ids = translator.translate_encoded(translator.encode([SRC[1]]), DecodingOptions(beam_size=2))[0]
     expected = translator.attention(translator.encode([SRC[1]])[0], ids)
     assert list(result["attention"]["maps"]) == ["cross"]
     got = result["attention"]["maps"]["cross"]
