@@ -134,7 +134,7 @@ def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeyp
     trainer = Trainer(cfg, tmp_path / "run")
     summary = trainer.fit()
     assert trainer.state.step == 6 and trainer.state.skipped_steps == 2 and trainer.state.bad_steps == 0
-    assert summary["skipped_steps"] == 2  # and so does the run's summary.json
+    assert summary.skipped_steps == 2  # and so does the run's summary.json
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["skipped_steps"] == 2
     assert trainer.state.batch_in_epoch == 8  # the skipped batches were used up, not retried
     assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
