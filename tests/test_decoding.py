@@ -281,7 +281,7 @@ def test_length_penalty_is_gnmts_formula():
     """Wu et al. (2016): lp(Y) = (5 + |Y|)^alpha / (5 + 1)^alpha; it sets the reported scores."""
     for length in (1, 2, 7, 40):
         for alpha in (0.0, 0.6, 1.0, 2.5):
-            assert length_penalty(length, alpha) == pytest.approx((5 + length) ** alpha / 6**alpha, rel=1e-12)
+            assert length_normalizer(length, alpha) == pytest.approx((5 + length) ** alpha / 6**alpha, rel=1e-12)
 
 
 def test_the_search_goes_on_while_a_longer_sentence_could_still_win_at_alpha_one():
@@ -292,7 +292,9 @@ def test_the_search_goes_on_while_a_longer_sentence_could_still_win_at_alpha_one
     model = ScriptedModel({(): {EOS_ID: 0.6, 4: 0.4}})
     model.DEFAULT = {7: 0.99, 6: 0.009, EOS_ID: 0.001}  # EOS never among the top K: no early end
     for use_cache in (True, False):
-        assert beam_search(model, SRC, beam_size=2, alpha=1.0, max_output_len=8, use_cache=use_cache) == [[4] + [7] * 7]
+        assert beam_search(model, SRC, beam_size=2, length_penalty=1.0, max_output_len=8, use_cache=use_cache) == [
+            [4] + [7] * 7
+        ]
 
 
 def test_with_a_negative_alpha_the_bound_uses_the_shortest_length_an_open_beam_can_reach():
@@ -300,4 +302,4 @@ def test_with_a_negative_alpha_the_bound_uses_the_shortest_length_an_open_beam_c
     # has ended (log 0.42 = -0.868); the open beam [4] (log 0.48) can still end at length 2,
     # where it scores at best 7/6 · log 0.48 = -0.856: the search must go on, and [4] + EOS wins.
     model = ScriptedModel({(): {EOS_ID: 0.42, 4: 0.48, 5: 0.10}, (4,): {EOS_ID: 0.999, 6: 0.001}})
-    assert beam_search(model, SRC, beam_size=2, alpha=-1.0) == [[4]]
+    assert beam_search(model, SRC, beam_size=2, length_penalty=-1.0) == [[4]]
