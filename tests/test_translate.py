@@ -393,8 +393,8 @@ def test_benchmark_reports_the_ratio_of_its_timings_and_any_disagreement(transla
     ticks = iter([0.0, 0.5, 1.0, 3.0] * 2)
     monkeypatch.setattr(bench.time, "perf_counter", lambda: next(ticks))
 
-    def translate_encoded(src_ids, beam, length_penalty=0.6, use_cache=True):
-        return [[5, 6] if use_cache or i != 2 else [5, 7] for i in range(len(src_ids))]
+    def translate_encoded(src_ids, options):
+        return [[5, 6] if options.use_cache or i != 2 else [5, 7] for i in range(len(src_ids))]
 
     monkeypatch.setattr(translator, "translate_encoded", translate_encoded)
     report = bench.benchmark_decoding(translator, sentences=SRC[:4], beams=(1, 3))
