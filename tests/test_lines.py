@@ -9,9 +9,9 @@ import math
 import pytest
 from test_translate import SRC, build_checkpoint, load_script, pipe_stdin
 
+from minitrans.config import DecodingOptions
 from minitrans.coverage import TrainingRecord
 from minitrans.decoding import length_penalty
-from minitrans.config import DecodingOptions
 from minitrans.lines import join, score_lines, split_sentences, translate_lines
 from minitrans.translate import Translation, Translator
 
