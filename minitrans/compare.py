@@ -16,6 +16,7 @@ Files written into the output folder (the sweep folder by default):
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
