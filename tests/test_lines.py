@@ -11,7 +11,7 @@ from test_translate import SRC, build_checkpoint, load_script, pipe_stdin
 
 from minitrans.config import DecodingOptions
 from minitrans.coverage import TrainingRecord
-from minitrans.decoding import length_penalty
+from minitrans.decoding import length_normalizer
 from minitrans.lines import join, score_lines, split_sentences, translate_lines
 from minitrans.translate import Translation, Translator
 
@@ -77,7 +77,7 @@ def test_join_sums_log_probs_and_normalises_by_the_whole_length():
     b = [Translation("C", ["▁C"], -0.5, -1.0, [0], is_finished=False)]
     first, second = join([a, b], [0, 2], length_penalty=1.0, nbest=2)
     assert (first.text, first.pieces, first.alignment) == ("A. C", ["▁A", ".", "▁C"], [0, 1, 2])
-    assert first.log_prob == -3.0 and first.score == pytest.approx(-3.0 / length_penalty(4, 1.0))
+    assert first.log_prob == -3.0 and first.score == pytest.approx(-3.0 / length_normalizer(4, 1.0))
     assert not first.is_finished
     assert second.text == "B. C"  # a sentence with fewer hypotheses repeats its last
     assert join([a], [0], length_penalty=1.0, nbest=2) == a  # one sentence: its own hypotheses
