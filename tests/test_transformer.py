@@ -7,7 +7,6 @@ import torch
 import torch.nn.functional as F
 
 from minitrans.attention import Dropout, MultiHeadAttention
-from minitrans.benchmark_training import ModelSize
 from minitrans.transformer import SinusoidalPositions, Transformer
 
 PAD = 0
@@ -103,13 +102,16 @@ def test_the_model_computes_what_torch_nn_transformer_computes(norm_first):
     from test_benchmark import copy_weights_into_twin
 
     from minitrans.benchmark_training import TorchTransformer
-    from minitrans.benchmark_training import build_model as build_benchmark_model
+    from minitrans.benchmark_training import build as build_benchmark_model
+    from minitrans.config import TransformerConfig
 
     torch.manual_seed(10)
-    size = ModelSize(16, 2, 32, 2, 2)
-    ours = build_benchmark_model("minitrans", 40, size, 0.0, norm_first).eval()
+    size = TransformerConfig(
+        d_model=16, num_heads=2, d_ff=32, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0, norm_first=norm_first
+    )
+    ours = build_benchmark_model("minitrans", 40, size).eval()
     assert isinstance(ours, Transformer) and ours.encoder_layers[0].attn_block.norm_first is norm_first
-    twin = TorchTransformer(40, PAD, size, 0.0, norm_first).eval()
+    twin = TorchTransformer(40, PAD, size).eval()
     copy_weights_into_twin(ours, twin)
     src = torch.tensor([[5, 6, 7, 0, 0], [5, 6, 7, 8, 9]])
     tgt = torch.tensor([[2, 9, 11, 12], [2, 9, 13, 4]])
