@@ -122,7 +122,7 @@ def benchmark_engines(
     threads: Sequence[int] = (1, 0),
     limit: int | None = None,
     repeats: int = 1,
-    length_penalty: float = 0.6,
+    length_penalty: float = DecodingOptions.length_penalty,
 ) -> dict:
     """Our decoder and CTranslate2 side by side on one split: for each thread count (0: all
     cores) and beam size, each engine's sentences per second, BLEU, and outputs that differ
@@ -163,7 +163,9 @@ def benchmark_engines(
                 for _ in range(repeats):
                     for name, translator in translators.items():  # taking turns: a busy machine slows all alike
                         start, start_cpu = time.perf_counter(), time.process_time()
-                        outputs[name] = translator.translate_encoded(src_ids, beam, length_penalty=length_penalty)
+                        outputs[name] = translator.translate_encoded(
+                            src_ids, DecodingOptions(beam_size=beam, length_penalty=length_penalty)
+                        )
                         seconds[name] = min(seconds[name], time.perf_counter() - start)
                         cpu[name] = min(cpu[name], time.process_time() - start_cpu)
                 for name in engines:
