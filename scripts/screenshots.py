@@ -12,6 +12,7 @@ Exit status: 0 when every tab was saved, 1 when TensorBoard or the browser could
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import socket
 import subprocess
@@ -40,24 +41,45 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_tensorboard(logdir: Path, port: int, timeout: float = 120.0) -> subprocess.Popen:
-    """TensorBoard on 127.0.0.1:port, once it answers and has read the event files."""
+def _fingerprint(port: int) -> bytes:
+    """What TensorBoard has read so far: its plugins and every dashboard's tags and counts."""
+    parts = []
+    for route in ("plugins_listing", "plugin/scalars/tags", "plugin/images/tags", "plugin/text/tags"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/{route}", timeout=10) as answer:
+            parts.append(answer.read())
+    return b"\n".join(parts)
+
+
+def _hparams_enabled(fingerprint: bytes) -> bool:
+    listing = json.loads(fingerprint.split(b"\n", 1)[0])
+    return bool(listing.get("hparams", {}).get("enabled"))
+
+
+def start_tensorboard(logdir: Path, port: int, timeout: float = 300.0) -> subprocess.Popen:
+    """TensorBoard on 127.0.0.1:port, once it answers and has read every event file: it loads
+    them in the background while already serving, so wait until what it reports stops changing
+    and, for finished runs (a summary.json), until it has reached the HPARAMS records they end with."""
+    finished = any(logdir.rglob("summary.json"))
     command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port)]
     command += ["--host", "127.0.0.1", "--reload_interval", "0", "--load_fast", "false"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout
+    last, stable = None, 0
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"tensorboard exited with status {process.returncode}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/runs", timeout=5) as answer:
-                if answer.read().strip() not in (b"", b"[]"):
-                    return process
+            current = _fingerprint(port)
         except OSError:
-            pass
-        time.sleep(1.0)
+            current = None
+        complete = current is not None and (not finished or _hparams_enabled(current))
+        stable = stable + 1 if complete and current == last else 0
+        if stable >= 2:
+            return process
+        last = current
+        time.sleep(2.0)
     process.terminate()
-    raise RuntimeError(f"tensorboard did not answer on port {port} within {timeout:.0f} s")
+    raise RuntimeError(f"tensorboard did not finish reading {logdir} within {timeout:.0f} s")
 
 
 def browser(width: int, height: int, chromium: str, chromedriver: str):
@@ -91,11 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("logdir", type=Path, help="the folder given to tensorboard --logdir (a run or a sweep)")
     parser.add_argument("--prefix", required=True, help="file names: OUT/PREFIX_TAB.png")
     parser.add_argument("--out", type=Path, default=Path("docs"), help="folder for the PNG files (default docs)")
-    parser.add_argument("--tabs", default="scalars,images,text,hparams", help=f"comma-separated, of {', '.join(TABS)}")
+    parser.add_argument("--tabs", default=",".join(TABS), help=f"comma-separated, of {', '.join(TABS)}")
     parser.add_argument(
         "--smoothing", type=float, default=0.0, help="the charts' smoothing, as the URL sets it (default 0: raw curves)"
     )
-    parser.add_argument("--size", default="1400x1000", help="browser window, WIDTHxHEIGHT pixels (default 1400x1000)")
+    parser.add_argument("--size", default="1920x1000", help="browser window, WIDTHxHEIGHT pixels (default 1920x1000)")
     parser.add_argument("--wait", type=float, default=15.0, help="most seconds to wait for a tab to draw (default 15)")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium", help="browser binary")
     parser.add_argument("--chromedriver", default=shutil.which("chromedriver") or "/usr/bin/chromedriver")
