@@ -180,7 +180,7 @@ def test_script_refuses_more_hypotheses_than_beams(script, run, capsys):
     assert "--nbest 3 needs --beam 3 or more" in capsys.readouterr().err
 
 
-def test_interactive_banner_names_the_language_pair(script, run, monkeypatch, capsys):
+def test_interactive_banner_names_the_language_pair_and_the_prompt_edits_lines(script, run, monkeypatch, capsys):
     import io
     import sys
 
@@ -196,6 +196,8 @@ def test_interactive_banner_names_the_language_pair(script, run, monkeypatch, ca
             raise EOFError from None
 
     monkeypatch.setattr("builtins.input", fake_input)
+    monkeypatch.delitem(sys.modules, "readline", raising=False)
     assert script.main([str(run)]) == 0
     err = capsys.readouterr().err
     assert "German → English" in err and "words never seen in training: zebra" in err
+    assert "readline" in sys.modules  # imported for input()'s line editing and history
