@@ -44,6 +44,18 @@ def test_padding_stays_small():
     assert padding_fraction(random_batches, src, tgt) > 0.3
 
 
+def test_batches_are_cut_from_the_target_length_order():
+    """Target length is the first key: batches cover disjoint target-length ranges (sharing at
+    most an end point), so target padding, the dearer kind, is the smaller one."""
+    src, tgt = lengths(5000)
+    batches = TokenBatchSampler(src, tgt, 2048, seed=3).batches(0)
+    ranges = sorted((min(tgt[i] for i in b), max(tgt[i] for i in b)) for b in batches)
+    assert all(high <= next_low for (_, high), (next_low, _) in zip(ranges, ranges[1:]))
+    target_padding = sum(len(b) * max(tgt[i] for i in b) - sum(tgt[i] for i in b) for b in batches)
+    source_padding = sum(len(b) * max(src[i] for i in b) - sum(src[i] for i in b) for b in batches)
+    assert target_padding < source_padding
+
+
 def test_too_small_budget_is_refused():
     with pytest.raises(ValueError, match="batch_tokens"):
         TokenBatchSampler([50], [50], batch_tokens=64)

@@ -1,7 +1,11 @@
 """Batches by token count with length bucketing, so padding stays small.
 
-Sentences are sorted by length (random tie-breaks), cut greedily into batches whose padded
-size stays within ``batch_tokens``, and the batch order is shuffled. Everything depends only
+Sentences are sorted by target length, then source length (random tie-breaks), cut greedily
+into batches whose padded size stays within ``batch_tokens``, and the batch order is shuffled.
+Target first because a target position costs more than a source one (the decoder's three
+sublayers and the output layer over the vocabulary against the encoder's two): on Multi30k
+this pads 0.3 % of target positions instead of 9.1 %, for 8.8 % instead of 0.4 % of source
+positions (docs/performance.md). Everything depends only
 on ``(seed, epoch)``, so a resumed run can replay an epoch and skip the batches it has done.
 """
 
@@ -63,7 +67,7 @@ class TokenBatchSampler:
     def batches(self, epoch: int = 0) -> list[list[int]]:
         rng = np.random.default_rng([self.seed, epoch])
         tiebreak = rng.permutation(len(self.src_lengths)) if self.shuffle else np.arange(len(self.src_lengths))
-        order = np.lexsort((tiebreak, self.tgt_lengths, self.src_lengths))
+        order = np.lexsort((tiebreak, self.src_lengths, self.tgt_lengths))  # target length first
         batches, current, max_src, max_tgt = [], [], 0, 0
         for index in order.tolist():
             new_src = max(max_src, int(self.src_lengths[index]))
