@@ -339,7 +339,16 @@ MODEL_SCHEMAS = {"transformer": TransformerConfig, "rnn": RNNConfig, "rnn_attent
 def register_configs() -> None:
     """Register the schemas with Hydra's ConfigStore; YAML files extend them by name."""
     from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
 
+    if not OmegaConf.has_resolver("new_folder"):  # conf/hydra/default.yaml names new run folders with it
+
+        def new_folder(base: str) -> str:
+            from minitrans.run_folder import claim_new_folder
+
+            return claim_new_folder(base)
+
+        OmegaConf.register_new_resolver("new_folder", new_folder)
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     # Outside the model/data/trainer groups, so they are neither listed nor accepted as choices

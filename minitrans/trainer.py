@@ -48,6 +48,7 @@ from minitrans.interface import count_parameters
 from minitrans.models import build_model, build_model_for_weights, memory_bytes, model_bytes
 from minitrans.progress import TrainingProgress
 from minitrans.run_data import prepare_training_data
+from minitrans.run_folder import RunLock, clean_interrupted_saves
 from minitrans.summary import RunSummary, summary_line
 from minitrans.tblog import log_hparams, log_layout
 from minitrans.tokenizer import Tokenizer
@@ -96,10 +97,24 @@ def inverse_sqrt_schedule(warmup_steps: int, min_ratio: float = 0.0):
 
 class Trainer:
     def __init__(self, cfg: TrainConfig, out_dir: str | Path) -> None:
-        self.cfg, self.out_dir, tcfg = cfg, Path(out_dir), cfg.trainer
+        self.cfg, self.out_dir = cfg, Path(out_dir)
         self.ckpt_dir = self.out_dir / "checkpoints"
         self.dist = distributed.init()
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        # the folder is this run's until fit() returns or raises (or the process ends)
+        self.lock = RunLock(self.out_dir)
+        if self.dist.is_main:
+            self.lock.acquire()
+            for path in clean_interrupted_saves(self.out_dir):
+                log.info("removed %s, left by a save that was interrupted", path)
+        try:
+            self._setup()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _setup(self) -> None:
+        cfg, tcfg = self.cfg, self.cfg.trainer
         if tcfg.num_threads:
             torch.set_num_threads(tcfg.num_threads)
         seed_everything(cfg.seed)
@@ -272,6 +287,12 @@ class Trainer:
     # -- the loop ------------------------------------------------------------------------
     def fit(self) -> RunSummary | None:
         """Train to ``max_steps``; the summary on rank 0, None on the other ranks."""
+        try:
+            return self._fit()
+        finally:
+            self.lock.release()
+
+    def _fit(self) -> dict | None:
         cfg, tcfg, state, is_main = self.cfg, self.cfg.trainer, self.state, self.dist.is_main
         if is_main:  # purge_step drops events a killed run logged after its last checkpoint
             self.writer = SummaryWriter(log_dir=str(self.out_dir), purge_step=state.step + 1)
@@ -384,6 +405,9 @@ class Trainer:
             self.model.load_state_dict(average_state_dicts([load_checkpoint(p)["model"] for p in paths]))
             save_checkpoint(self._payload(with_training_state=False), self.ckpt_dir / "averaged.pt")
             return f"average of last {len(paths)} checkpoints"
+        # an averaged.pt of an earlier finish (say average_last=3, resumed with 1) is stale now:
+        # left there, translate.py and evaluate.py would prefer it to the weights reported here
+        (self.ckpt_dir / "averaged.pt").unlink(missing_ok=True)
         best = self.ckpt_dir / "best.pt"
         if not best.exists():  # e.g. started with resume_from at a finished step
             return "last weights"

@@ -68,17 +68,34 @@ def main(cfg: DictConfig) -> float | None:
     return summary.valid["bleu"]
 
 
+def check_run_dir_argument(args: list[str]) -> str | None:
+    """A ``hydra.run.dir=`` on the command line that is empty, a file, not writable or in use by
+    another training process, refused before Hydra writes anything into it."""
+    from minitrans.run_folder import check_run_dir
+
+    given = [arg.partition("=")[2] for arg in args if arg.startswith("hydra.run.dir=")]
+    if not given or any(flag in args for flag in ("-m", "--multirun")):
+        return None
+    try:
+        check_run_dir(given[-1])
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
 def torchrun_overrides(args: list[str]) -> list[str]:
     """Under torchrun, every rank must write to the same run folder: rank 0 picks the time
     stamp that Hydra's default folder name (conf/hydra/default.yaml) would use, and only rank 0
     writes Hydra's files and logs."""
     from minitrans import distributed
+    from minitrans.run_folder import claim_new_folder
 
     info = distributed.init()
     extra = []
     if not any(arg.startswith(("hydra.run.dir=", "hydra.sweep.dir=")) for arg in args):
-        stamp = distributed.broadcast_object(time.strftime("%Y-%m-%d/%H-%M-%S"), info)
-        extra += [f"hydra.run.dir=outputs/{stamp}", f"hydra.sweep.dir=multirun/{stamp}"]
+        stamp = time.strftime("%Y-%m-%d/%H-%M-%S")
+        run_dir = distributed.broadcast_object(claim_new_folder(f"outputs/{stamp}") if info.is_main else None, info)
+        extra += [f"hydra.run.dir={run_dir}", f"hydra.sweep.dir=multirun/{stamp}"]
     if not info.is_main:
         extra += ["hydra.output_subdir=null", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
     return extra
@@ -86,6 +103,8 @@ def torchrun_overrides(args: list[str]) -> list[str]:
 
 if __name__ == "__main__":
     problem = check_command_line(sys.argv[1:], CONFIG_DIR)
+    if problem is None and int(os.environ.get("RANK", 0)) == 0:
+        problem = check_run_dir_argument(sys.argv[1:])
     if problem is not None:
         fail(problem, 2)
     if int(os.environ.get("WORLD_SIZE", 1)) > 1:

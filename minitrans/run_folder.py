@@ -1,0 +1,143 @@
+"""A run folder belongs to one run: new folders that cannot collide, a folder checked before
+anything is written into it, an exclusive lock while a process trains in it, and the leftovers
+of interrupted saves cleaned when the next process takes it over.
+
+The lock is ``fcntl.flock`` on ``RUN/.lock``: the kernel drops it when the process ends, however
+it ends (a SIGKILL included), so a crashed run never leaves its folder locked. The file names
+its holder (process id and host) for the message a second process gets. Under torchrun only
+rank 0 holds it. ``flock`` is advisory and, on some network filesystems, local to one machine:
+runs sharing a folder across machines must not rely on it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+from minitrans.config import ConfigError
+
+LOCK_NAME = ".lock"
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; runs are not locked there
+    fcntl = None
+
+
+_claimed: dict[str, str] = {}  # one claim per name and process, however often Hydra resolves it
+
+
+def claim_new_folder(base: str | Path) -> str:
+    """Create and return ``base``, or ``base_1``, ``base_2``, ... when it exists: ``mkdir`` is
+    atomic, so two processes started in the same second get two folders. Hydra's default run
+    folder (conf/hydra/default.yaml) is named through it."""
+    if str(base) in _claimed:
+        return _claimed[str(base)]
+    _claimed[str(base)] = _claim(Path(base))
+    return _claimed[str(base)]
+
+
+def _claim(base: Path) -> str:
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for number in range(10_000):
+        candidate = base if number == 0 else base.with_name(f"{base.name}_{number}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return str(candidate)
+    raise ConfigError(f"hydra.run.dir: could not find a free folder next to {base}")
+
+
+def check_run_dir(path: str | None, key: str = "hydra.run.dir") -> None:
+    """Refuse, before anything is written, a run folder that is empty (it would mean the
+    current directory), a file, not writable, or in use by another training process."""
+    if path is None:
+        return
+    if not str(path).strip():
+        raise ConfigError(f"{key}: empty; name a folder for the run (e.g. {key}=runs/base)")
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{key}: {path} exists and is not a folder")
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{key}: {existing} is not a folder, so {path} cannot be made")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key}: {existing} is not writable")
+    holder = lock_holder(folder)
+    if holder is not None:
+        raise ConfigError(busy_message(folder, holder, key))
+
+
+def busy_message(folder: Path, holder: str, key: str = "hydra.run.dir") -> str:
+    return f"{key}: {folder} is in use by another training process ({holder}); wait for it to end or use another folder"
+
+
+def lock_holder(folder: str | Path) -> str | None:
+    """Who holds ``folder``'s lock ("pid 123 on host"), or None when nobody does."""
+    path = Path(folder) / LOCK_NAME
+    if fcntl is None or not path.is_file():
+        return None
+    with open(path, "a+") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            file.seek(0)
+            return file.read().strip() or "holder unknown"
+        fcntl.flock(file, fcntl.LOCK_UN)
+    return None
+
+
+class RunLock:
+    """Hold ``folder``'s lock (a :class:`ConfigError` naming the holder if another process has
+    it) until :meth:`release`, the end of a ``with`` block, or the end of the process."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._file = None
+
+    def acquire(self) -> RunLock:
+        if fcntl is None or self._file is not None:
+            return self
+        self.folder.mkdir(parents=True, exist_ok=True)
+        file = open(self.folder / LOCK_NAME, "a+")  # noqa: SIM115 -- held open while the run trains
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            file.seek(0)
+            holder = file.read().strip() or "holder unknown"
+            file.close()
+            raise ConfigError(busy_message(self.folder, holder)) from None
+        file.seek(0)
+        file.truncate()
+        file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        file.flush()
+        self._file = file
+        return self
+
+    def release(self) -> None:
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def clean_interrupted_saves(folder: str | Path) -> list[Path]:
+    """Delete the temporary files of saves that never finished (a kill or a full disk during
+    ``save_checkpoint`` or a tokenizer save); call it only while holding the folder's lock."""
+    folder = Path(folder)
+    removed = []
+    for pattern in ("checkpoints/.*.tmp", "tokenizer/*.tmp", ".*.tmp"):
+        for path in folder.glob(pattern):
+            if path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed

@@ -1,0 +1,144 @@
+"""A run folder belongs to one run: names that cannot collide, a lock that a second process
+meets with one line naming the holder, folders that cannot work refused before anything is
+written, and stale or half-written leftovers cleaned when a run takes its folder over."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from minitrans.config import ConfigError
+from minitrans.run_folder import LOCK_NAME, RunLock, _claim, check_run_dir, lock_holder
+from minitrans.trainer import Trainer, train
+from minitrans.translate import resolve_checkpoint
+
+
+def test_a_new_folder_never_collides_with_an_existing_one(tmp_path):
+    base = tmp_path / "outputs" / "2026-01-01" / "09-00-00"
+    claimed = [_claim(base) for _ in range(3)]
+    assert claimed == [str(base), f"{base}_1", f"{base}_2"]
+    assert all(os.path.isdir(path) for path in claimed)
+
+
+def test_the_default_run_folder_is_claimed_through_the_resolver(tmp_path, monkeypatch):
+    from conftest import REPO
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from minitrans.config import register_configs
+
+    monkeypatch.chdir(tmp_path)
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose(config_name="train", return_hydra_config=True)
+    finally:
+        GlobalHydra.instance().clear()
+    raw = OmegaConf.to_container(cfg.hydra.run, resolve=False)["dir"]
+    assert raw.startswith("${new_folder:outputs/")
+    stamp = time.strftime("%Y-%m-%d/%H-%M-%S")
+    (tmp_path / "outputs" / stamp).mkdir(parents=True)  # a run started this second already has it
+    fresh = OmegaConf.create({"dir": f"${{new_folder:outputs/{stamp}}}"}).dir
+    assert fresh == f"outputs/{stamp}_1" and (tmp_path / fresh).is_dir()
+
+
+@pytest.mark.parametrize("kind", ["empty", "file", "devnull", "under_a_file"])
+def test_a_run_dir_that_cannot_work_is_refused_before_anything_is_written(tmp_path, kind):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    path = {"empty": "", "file": str(a_file), "devnull": "/dev/null", "under_a_file": str(a_file / "run")}[kind]
+    with pytest.raises(ConfigError, match=r"^hydra\.run\.dir: ") as error:
+        check_run_dir(path)
+    assert "\n" not in str(error.value)
+
+
+def test_a_folder_in_use_is_refused_with_the_holder_named(tmp_path, tiny_config):
+    run = tmp_path / "run"
+    with RunLock(run):  # another training process, as far as flock is concerned (another descriptor)
+        holder = lock_holder(run)
+        assert holder.startswith(f"pid {os.getpid()} on {socket.gethostname()}")
+        with pytest.raises(ConfigError, match=rf"in use by another training process \(pid {os.getpid()} on "):
+            check_run_dir(str(run))
+        with pytest.raises(ConfigError, match="in use by another training process"):
+            Trainer(tiny_config("trainer.max_steps=1"), run)
+    assert lock_holder(run) is None
+    check_run_dir(str(run))  # free again
+
+
+def test_the_lock_is_held_while_training_and_released_after(tmp_path, tiny_config, monkeypatch):
+    import minitrans.trainer as trainer_module
+
+    run, seen = tmp_path / "run", []
+    real_step = trainer_module.Trainer.train_step
+
+    def step(self, indices):
+        seen.append(lock_holder(run))
+        return real_step(self, indices)
+
+    monkeypatch.setattr(trainer_module.Trainer, "train_step", step)
+    train(tiny_config("trainer.max_steps=2", "trainer.eval_every=1000"), run)
+    assert seen and all(holder and holder.startswith(f"pid {os.getpid()}") for holder in seen)
+    assert lock_holder(run) is None and (run / LOCK_NAME).is_file()
+
+
+def test_a_killed_save_leaves_nothing_behind_at_the_next_start(tmp_path, tiny_config):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "tokenizer").mkdir()
+    leftovers = [run / "checkpoints" / ".last.pt.k2j3l.tmp", run / "tokenizer" / "tmpab12.tmp"]
+    for path in leftovers:
+        path.write_bytes(b"\x00" * 1000)
+    keep = run / "checkpoints" / "notes.txt"
+    keep.write_text("mine")
+    Trainer(tiny_config("trainer.max_steps=1"), run).lock.release()
+    assert not any(path.exists() for path in leftovers) and keep.exists()
+
+
+def test_a_stale_average_never_wins_over_the_weights_the_summary_reports(tmp_path, tiny_config):
+    run = tmp_path / "run"
+    common = ("trainer.eval_every=2", "trainer.eval_sentences=2")
+    train(tiny_config("trainer.max_steps=4", "trainer.average_last=2", *common), run)
+    assert resolve_checkpoint(run).name == "averaged.pt"
+    summary = train(tiny_config("trainer.max_steps=6", "trainer.average_last=1", *common), run)
+    assert summary["weights"] == "best validation BLEU"
+    assert json.loads((run / "summary.json").read_text())["weights"] == "best validation BLEU"
+    assert resolve_checkpoint(run).name == "best.pt"  # not the averaged.pt of the first finish
+
+
+@pytest.mark.slow
+def test_a_second_training_process_gets_one_line_and_exit_2_and_writes_nothing(tmp_path, run_train):
+    run = tmp_path / "run"
+    run.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from minitrans.run_folder import RunLock; held = RunLock({str(run)!r}).acquire(); input()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(200):  # until the holder has the lock
+            if lock_holder(run):
+                break
+            time.sleep(0.05)
+        result = run_train(f"hydra.run.dir={run}", "trainer.max_steps=1", timeout=60)
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [
+        f"error: hydra.run.dir: {run} is in use by another training process (pid {holder.pid} on "
+        + lines[0].split(f"pid {holder.pid} on ", 1)[1]
+    ]
+    assert sorted(p.name for p in run.iterdir()) == [LOCK_NAME]  # Hydra wrote nothing into it
