@@ -80,6 +80,8 @@ def lock_holder(folder: str | Path) -> str | None:
     path = Path(folder) / LOCK_NAME
     if fcntl is None or not path.is_file():
         return None
+    if os.path.realpath(folder) in _held:
+        return (path.read_text().strip() or "holder unknown") + " (this process)"
     with open(path, "a+") as file:
         try:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -90,38 +92,52 @@ def lock_holder(folder: str | Path) -> str | None:
     return None
 
 
+_held: dict[str, list] = {}  # folder -> [open lock file, holders in this process]
+
+
 class RunLock:
     """Hold ``folder``'s lock (a :class:`ConfigError` naming the holder if another process has
-    it) until :meth:`release`, the end of a ``with`` block, or the end of the process."""
+    it) until :meth:`release`, the end of a ``with`` block, or the end of the process. The lock
+    belongs to the process: a second RunLock on the same folder in the same process shares it
+    (a test, a notebook that builds a new Trainer), and the last release lets it go."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self._file = None
+        self._key: str | None = None
 
     def acquire(self) -> RunLock:
-        if fcntl is None or self._file is not None:
+        if fcntl is None or self._key is not None:
             return self
         self.folder.mkdir(parents=True, exist_ok=True)
-        file = open(self.folder / LOCK_NAME, "a+")  # noqa: SIM115 -- held open while the run trains
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        key = os.path.realpath(self.folder)
+        if key not in _held:
+            file = open(self.folder / LOCK_NAME, "a+")  # noqa: SIM115 -- held open while the run trains
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                file.seek(0)
+                holder = file.read().strip() or "holder unknown"
+                file.close()
+                raise ConfigError(busy_message(self.folder, holder)) from None
             file.seek(0)
-            holder = file.read().strip() or "holder unknown"
-            file.close()
-            raise ConfigError(busy_message(self.folder, holder)) from None
-        file.seek(0)
-        file.truncate()
-        file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        file.flush()
-        self._file = file
+            file.truncate()
+            file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            file.flush()
+            _held[key] = [file, 0]
+        _held[key][1] += 1
+        self._key = key
         return self
 
     def release(self) -> None:
-        if self._file is not None:
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
-            self._file = None
+        if self._key is None:
+            return
+        entry = _held[self._key]
+        entry[1] -= 1
+        if entry[1] == 0:
+            fcntl.flock(entry[0], fcntl.LOCK_UN)
+            entry[0].close()
+            del _held[self._key]
+        self._key = None
 
     def __enter__(self) -> RunLock:
         return self.acquire()

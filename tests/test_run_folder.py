@@ -4,6 +4,7 @@ written, and stale or half-written leftovers cleaned when a run takes its folder
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -60,17 +61,44 @@ def test_a_run_dir_that_cannot_work_is_refused_before_anything_is_written(tmp_pa
     assert "\n" not in str(error.value)
 
 
-def test_a_folder_in_use_is_refused_with_the_holder_named(tmp_path, tiny_config):
+@contextlib.contextmanager
+def held_by_another_process(folder):
+    """A forked child (no new interpreter) takes ``folder``'s lock and keeps it until the block ends."""
+    ready_read, ready_write = os.pipe()
+    done_read, done_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: only system calls, nothing that could deadlock after a fork
+        try:
+            RunLock(folder).acquire()
+            os.write(ready_write, b"x")
+            os.read(done_read, 1)
+        finally:
+            os._exit(0)
+    try:
+        assert os.read(ready_read, 1) == b"x"
+        yield pid
+    finally:
+        os.write(done_write, b"x")
+        os.waitpid(pid, 0)
+        for fd in (ready_read, ready_write, done_read, done_write):
+            os.close(fd)
+
+
+def test_a_folder_in_use_by_another_process_is_refused_with_the_holder_named(tmp_path, tiny_config):
     run = tmp_path / "run"
-    with RunLock(run):  # another training process, as far as flock is concerned (another descriptor)
-        holder = lock_holder(run)
-        assert holder.startswith(f"pid {os.getpid()} on {socket.gethostname()}")
-        with pytest.raises(ConfigError, match=rf"in use by another training process \(pid {os.getpid()} on "):
+    with held_by_another_process(run) as pid:
+        assert lock_holder(run).startswith(f"pid {pid} on {socket.gethostname()}")
+        with pytest.raises(
+            ConfigError, match=rf"^hydra\.run\.dir: {run} is in use by another training process \(pid {pid} on "
+        ):
             check_run_dir(str(run))
-        with pytest.raises(ConfigError, match="in use by another training process"):
+        with pytest.raises(ConfigError, match=f"in use by another training process \\(pid {pid} "):
             Trainer(tiny_config("trainer.max_steps=1"), run)
     assert lock_holder(run) is None
-    check_run_dir(str(run))  # free again
+    check_run_dir(str(run))  # free again, the kernel released it with the process
+    with RunLock(run), RunLock(run):  # within one process the lock is shared, released by the last
+        assert lock_holder(run).endswith("(this process)")
+    assert lock_holder(run) is None
 
 
 def test_the_lock_is_held_while_training_and_released_after(tmp_path, tiny_config, monkeypatch):

@@ -71,7 +71,7 @@ def test_nothing_is_written_outside_the_run_folder(trained):
     names = {path.name for path in trained["run"].iterdir()}
     events = {name for name in names if name.startswith("events.out.tfevents.")}
     assert len(events) == 1
-    assert names - events <= {"tokenizer", "checkpoints", "translations", "summary.json", "train.log", ".hydra"}
+    assert names - events <= {"tokenizer", "checkpoints", "translations", "summary.json", "train.log", ".hydra", ".lock"}
 
 
 def test_summary_json_holds_the_documented_figures(trained):
