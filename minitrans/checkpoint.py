@@ -92,6 +92,11 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
             os.fsync(file.fileno())
         os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes it private; give it a normal file's mode
         os.replace(tmp_name, path)
+    except OSError as error:  # a full disk, a quota: one line, and the previous file stands
+        Path(tmp_name).unlink(missing_ok=True)
+        raise CheckpointError(
+            f"could not write {path}: {error.strerror or error}; the previous checkpoint there is intact"
+        ) from None
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise

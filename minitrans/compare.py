@@ -135,11 +135,16 @@ def find_runs(paths: Iterable[str | Path]) -> tuple[list[Run], list[Skipped]]:
             raise FileNotFoundError(f"{path}: no such file or folder")
         files = [path] if path.is_file() else ([path / SUMMARY] if (path / SUMMARY).exists() else path.rglob(SUMMARY))
         for file in files:
-            runs[file.parent.resolve()] = Run(file.parent, RunSummary.read(file), read_evals(file.parent))
+            try:
+                summary = RunSummary.read(file)
+            except (ValueError, OSError) as error:  # truncated, damaged, or not UTF-8: skipped with a reason
+                skipped[file.parent.resolve()] = Skipped(file.parent, f"unreadable summary.json ({error})")
+                continue
+            runs[file.parent.resolve()] = Run(file.parent, summary, read_evals(file.parent))
         if path.is_dir():
             for hydra_dir in path.rglob(".hydra"):
                 job = hydra_dir.parent
-                if not (job / SUMMARY).exists() and job.resolve() not in runs:
+                if not (job / SUMMARY).exists() and job.resolve() not in runs | skipped:
                     skipped[job.resolve()] = Skipped(job, _skip_reason(job))
     order = lambda item: _natural_key(item.folder)
     return sorted(runs.values(), key=order), sorted(skipped.values(), key=order)

@@ -13,6 +13,7 @@ from minitrans.config import TrainerConfig
 from minitrans.evaluation import evaluate_split, validation_losses
 from minitrans.tblog import log_validation_samples
 from minitrans.translate import Translator
+from minitrans.utils import write_atomic
 
 
 def validate(
@@ -47,6 +48,6 @@ def evaluate_tests(
     results = {}
     for name, split in splits.items():
         scores, hyps = evaluate_split(translator, split, tcfg.test_decoding(), with_buckets=True)
-        (out / f"{name}.hyp.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+        write_atomic(out / f"{name}.hyp.txt", "".join(h + "\n" for h in hyps))
         results[name] = scores  # TensorBoard gets them once, as HPARAMS metrics (tblog.log_hparams)
     return results

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from minitrans.utils import write_atomic
+
 SUMMARY_FILE = "summary.json"
 
 
@@ -44,7 +46,7 @@ class RunSummary:
 
     def write(self, out_dir: str | Path) -> Path:
         path = Path(out_dir) / SUMMARY_FILE
-        path.write_text(json.dumps(self.to_dict(), indent=2), encoding="utf-8")
+        write_atomic(path, json.dumps(self.to_dict(), indent=2))  # compare.py never sees half of one
         return path
 
     @classmethod
@@ -53,7 +55,10 @@ class RunSummary:
         path = Path(path)
         if path.is_dir():
             path = path / SUMMARY_FILE
-        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        values = json.loads(path.read_text(encoding="utf-8"))  # a truncated file: ValueError
+        if not isinstance(values, dict):
+            raise ValueError(f"{path} does not hold a JSON object")
+        return cls.from_dict(values)
 
 
 def summary_line(summary: RunSummary, out_dir: str | Path) -> str:

@@ -54,7 +54,15 @@ from minitrans.tblog import log_hparams, log_layout
 from minitrans.tokenizer import Tokenizer
 from minitrans.train_step import make_optimizer, train_step
 from minitrans.translate import Translator
-from minitrans.utils import StopRequest, get_rng_state, pick_device, preserved_rng, seed_everything, set_rng_state
+from minitrans.utils import (
+    SignalReceived,
+    StopRequest,
+    get_rng_state,
+    pick_device,
+    preserved_rng,
+    seed_everything,
+    set_rng_state,
+)
 
 log = logging.getLogger(__name__)
 _AFRESH = "to start afresh: trainer.resume=false or a new run folder"
@@ -336,6 +344,8 @@ class Trainer:
                         self._evaluate_and_checkpoint(is_eval)
                     if loss is not None and state.step == tcfg.crash_at_step:  # testing aid: die as a crash would
                         os.kill(os.getpid(), signal.SIGKILL)
+                    if finished and not stop_now:  # a signal during the last evaluation is honoured too
+                        (stop_now,) = distributed.any_rank([stop.signal is not None], self.dist, self.device)
                     if stop_now:
                         self._stop(stop.signal or signal.SIGTERM, progress)
                     if finished:
@@ -346,7 +356,16 @@ class Trainer:
         if not is_main:
             distributed.barrier(self.dist)  # wait for rank 0's final evaluation
             return None
-        summary = self.finish()
+        try:
+            with StopRequest(immediate=True):  # last.pt is saved: a signal now stops at once
+                summary = self.finish()
+        except SignalReceived as received:
+            name = signal.Signals(received.signum).name
+            raise TrainingStopped(
+                f"stopped by {name} during the final evaluation, after step {state.step}; checkpoint saved to "
+                f"{self.ckpt_dir / 'last.pt'}; run the same command again to finish",
+                128 + received.signum,
+            ) from None
         distributed.barrier(self.dist)
         return summary
 
@@ -417,7 +436,9 @@ class Trainer:
     def finish(self) -> RunSummary:
         cfg, state = self.cfg, self.state
         chosen = self.final_weights()
-        valid = self.validate(to_tensorboard=False)  # the chosen weights; TensorBoard has them as ~final/* HPARAMS metrics
+        valid = self.validate(
+            to_tensorboard=False
+        )  # the chosen weights; TensorBoard has them as ~final/* HPARAMS metrics
         tests = {name: self.data[name] for name in cfg.data.test_splits}
         splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir)
         summary = RunSummary(

@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import os
 import random
 import signal
+import tempfile
 from contextlib import contextmanager
 
 import numpy as np
 import torch
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write through a temporary file in the same folder, fsync, and a rename over ``path``: a
+    full disk or a kill leaves the old file (or none), never a partial one."""
+    path = os.fspath(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data.encode("utf-8") if isinstance(data, str) else data)
+            file.flush()
+            os.fsync(file.fileno())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it private; give it a normal file's mode
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def seed_everything(seed: int) -> None:
@@ -106,12 +129,24 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
+class SignalReceived(BaseException):
+    """Raised by :class:`StopRequest` with ``immediate=True``; a BaseException, like
+    KeyboardInterrupt, so that no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 class StopRequest:
     """While active, SIGINT (Ctrl-C) and SIGTERM only set ``signal``; the training loop checks it
-    after each step, writes a checkpoint and stops. A second signal stops at once."""
+    after each step, writes a checkpoint and stops. A second signal stops at once. With
+    ``immediate=True`` (a phase with nothing left to save, e.g. the final evaluation) the first
+    signal raises :class:`SignalReceived` at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, immediate: bool = False) -> None:
         self.signal: int | None = None
+        self.immediate = immediate
         self._previous: dict = {}
 
     def __enter__(self) -> StopRequest:
@@ -123,6 +158,9 @@ class StopRequest:
         return self
 
     def _handle(self, signum, frame) -> None:
+        if self.immediate:
+            self.signal = signum
+            raise SignalReceived(signum)
         if self.signal is not None:
             raise KeyboardInterrupt
         self.signal = signum

@@ -30,7 +30,7 @@ from minitrans.ct2 import is_exported, load_translator
 from minitrans.data.corpus import load_run_split
 from minitrans.metrics import bleu_by_length, corpus_scores
 from minitrans.textio import plain_truncation_warnings
-from minitrans.utils import pick_device
+from minitrans.utils import pick_device, write_atomic
 
 
 def run_folder(checkpoint: Path) -> Path:
@@ -139,8 +139,8 @@ def run(args: argparse.Namespace) -> int:
     hyp_path, json_path = out_dir / f"{split}.beam{args.beam}.hyp.txt", out_dir / f"{split}.beam{args.beam}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        hyp_path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
-        json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_atomic(hyp_path, "".join(h + "\n" for h in hypotheses))
+        write_atomic(json_path, json.dumps(report, indent=2) + "\n")
     except OSError as error:
         print(f"error: cannot write the results: {error}", file=sys.stderr)
         return 1

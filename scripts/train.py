@@ -58,6 +58,8 @@ def main(cfg: DictConfig) -> float | None:
         fail(str(error), 2)
     except (CheckpointError, TrainingError) as error:
         fail(str(error), 1)
+    except OSError as error:  # a full disk or a folder that went away while writing logs or results
+        fail(f"{error.filename or 'writing the run'}: {error.strerror or error}", 1)
     except TrainingStopped as stopped:
         if int(os.environ.get("RANK", 0)) == 0:  # every rank stopped at the same step
             print(str(stopped), file=sys.stderr)

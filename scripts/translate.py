@@ -38,7 +38,7 @@ from minitrans.ct2 import load_translator
 from minitrans.lines import score_lines, translate_lines
 from minitrans.textio import InputError, numbered_path, plain_truncation_warnings, read_sentences
 from minitrans.translate import Translator, translate_with_attention
-from minitrans.utils import pick_device
+from minitrans.utils import pick_device, write_atomic
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -110,6 +110,8 @@ def read_input(args: argparse.Namespace) -> list[str] | None:
             return read_sentences(Path(args.input).read_bytes(), args.input)
         except OSError as error:
             raise InputError(f"cannot read {args.input}: {error.strerror or error}") from None
+    if sys.stdin is None:  # started with stdin closed (<&-)
+        raise InputError("stdin is closed; give sentences as arguments or with --input FILE")
     if args.input == "-" or not sys.stdin.isatty():
         return read_sentences(sys.stdin.buffer.read(), "stdin")
     return None
@@ -241,8 +243,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {NO_RECORD}", file=sys.stderr)
         outputs = translate_all(translator, sentences, args, options)
         text = "".join(line + "\n" for line in outputs)
-        if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
+        if args.output:  # a temporary file renamed over it: a full disk never leaves half a file
+            write_atomic(args.output, text)
         else:
             sys.stdout.buffer.write(text.encode("utf-8"))
             sys.stdout.flush()

@@ -206,3 +206,18 @@ def test_each_model_kind_keeps_its_colour_across_plots(tmp_path):
     assert other[1][1:] != other[3][1:]  # two Transformers: told apart by marker and line style
     sweep = line_styles(["transformer"] * 3)  # one kind: colour tells the runs apart
     assert len({color for color, _, _ in sweep}) == 3
+
+
+def test_a_truncated_summary_is_skipped_with_a_reason_and_alone_is_one_error_line(tmp_path, capsys):
+    good = write_run(tmp_path / "sweep" / "0_a", summary(bleu=12.0))
+    bad = write_run(tmp_path / "sweep" / "1_b", None)
+    (bad / "summary.json").write_text(json.dumps(summary())[:40])  # cut mid-write by a full disk, say
+    runs, skipped = find_runs([tmp_path / "sweep"])
+    assert [run.folder for run in runs] == [good]
+    assert [job.folder for job in skipped] == [bad] and "unreadable summary.json" in skipped[0].reason
+    spec = importlib.util.spec_from_file_location("compare_script", ROOT / "scripts" / "compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main([str(bad / "summary.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no summary.json under")

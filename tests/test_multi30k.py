@@ -132,6 +132,32 @@ def test_invalid_utf8_is_reported_with_file_and_line(prepare, source, tmp_path, 
     assert "val.de.gz, line 2: not valid UTF-8" in capsys.readouterr().err
 
 
+def test_a_gzip_bomb_is_refused_while_streaming_without_decompressing_it_whole(prepare, source, tmp_path, capsys):
+    import tracemalloc
+
+    bomb = gzip.compress(b"A dog runs.\n" * (3 * 2**20))  # 36 MiB of text in ~100 KiB
+    tracemalloc.start()
+    try:
+        with pytest.raises(prepare.PrepareError, match=r"^bomb\.gz decompresses to more than 16 MiB; refused"):
+            prepare.count_lines("bomb.gz", bomb, limit=16 * 2**20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20  # a few chunks, not the 36 MiB (nor even the 16 MiB limit)
+    assert prepare.count_lines("ok.gz", gzip.compress(b"a\nb\n") + gzip.compress(b"c")) == 3  # multi-member
+    (source / "train.de.gz").write_bytes(bomb)
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(prepare, "MAX_TEXT_BYTES", 8 * 2**20)
+    monkeypatch.setattr(prepare.count_lines, "__defaults__", (8 * 2**20,))
+    try:
+        with pytest.raises(SystemExit):
+            run_prepare(prepare, "--source", str(source), "--out", str(tmp_path / "out"))
+    finally:
+        monkeypatch.undo()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "train.de" in err[0] and "more than 8 MiB; refused" in err[0]
+
+
 # ---- prepare: download (the URL opener is replaced; no network) ------------------------
 
 

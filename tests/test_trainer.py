@@ -71,7 +71,15 @@ def test_nothing_is_written_outside_the_run_folder(trained):
     names = {path.name for path in trained["run"].iterdir()}
     events = {name for name in names if name.startswith("events.out.tfevents.")}
     assert len(events) == 1
-    assert names - events <= {"tokenizer", "checkpoints", "translations", "summary.json", "train.log", ".hydra", ".lock"}
+    assert names - events <= {
+        "tokenizer",
+        "checkpoints",
+        "translations",
+        "summary.json",
+        "train.log",
+        ".hydra",
+        ".lock",
+    }
 
 
 def test_summary_json_holds_the_documented_figures(trained):
@@ -193,3 +201,58 @@ def test_a_first_signal_asks_to_stop_and_a_second_stops_at_once(sig):
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), sig)
     assert signal.getsignal(sig) is before
+
+
+@pytest.mark.parametrize("phase", ["last validation", "final test evaluation"])
+def test_sigterm_during_the_final_evaluations_stops_with_143_and_a_resume_finishes(
+    tmp_path, tiny_config, monkeypatch, phase
+):
+    import minitrans.reporting as reporting
+    from minitrans.trainer import TrainingStopped
+
+    cfg = tiny_config("trainer.max_steps=4", "trainer.eval_every=2", "trainer.eval_sentences=2")
+    target = "validate" if phase == "last validation" else "evaluate_tests"
+    real = getattr(reporting, target)
+    calls = {"n": 0}
+
+    def signalled(*args, **kwargs):
+        calls["n"] += 1
+        if target == "evaluate_tests" or calls["n"] == 2:  # validations: step 2, then the last one (step 4)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(*args, **kwargs)
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(reporting, target, signalled)
+    with pytest.raises(TrainingStopped) as stopped:
+        train(cfg, run)
+    monkeypatch.undo()
+    assert stopped.value.exit_code == 143 and "SIGTERM" in str(stopped.value)
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["state"]["step"] == 4  # nothing lost
+    assert not (run / "summary.json").exists()
+    assert train(cfg, run)["steps"] == 4 and (run / "summary.json").exists()  # the resume only finishes
+
+
+def test_a_full_disk_during_a_save_is_one_line_and_the_checkpoints_stay_intact(tmp_path, tiny_config, monkeypatch):
+    import errno
+
+    import minitrans.checkpoint as checkpoint
+    from minitrans.checkpoint import CheckpointError
+
+    cfg = tiny_config("trainer.max_steps=6", "trainer.eval_every=2", "trainer.eval_sentences=2")
+    run, real_save, saves = tmp_path / "run", torch.save, {"n": 0}
+
+    def fills_the_disk(obj, file, *args, **kwargs):
+        saves["n"] += 1
+        if saves["n"] > 2:  # best.pt and last.pt at step 2 are written; the disk is full from then on
+            file.write(b"\x00" * 100)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(obj, file, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint.torch, "save", fills_the_disk)
+    with pytest.raises(CheckpointError, match="^could not write .*: No space left on device; the previous") as error:
+        train(cfg, run)
+    monkeypatch.undo()
+    assert "\n" not in str(error.value)
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["state"]["step"] == 2
+    assert load_checkpoint(run / "checkpoints" / "best.pt")["step"] == 2
+    assert not list((run / "checkpoints").glob(".*.tmp"))

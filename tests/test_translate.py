@@ -439,3 +439,28 @@ def test_script_prompt_quits_on_ctrl_d(copying_script, run, monkeypatch, capsys)
     monkeypatch.setattr("builtins.input", fake_input)
     assert copying_script.main([str(run)]) == 0
     assert capsys.readouterr().out.splitlines() == [SRC[0]]
+
+
+def test_closed_stdin_is_one_error_line(script, run, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", None)  # what Python makes of `translate.py RUN <&-`
+    assert script.main([str(run)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: stdin is closed; give sentences as arguments or with --input FILE"]
+
+
+def test_output_on_a_full_disk_leaves_the_old_file_whole(copying_script, run, tmp_path, monkeypatch, capsys):
+    import errno
+
+    import minitrans.utils as utils
+
+    out = tmp_path / "out.txt"
+    out.write_text("the previous translations\n", encoding="utf-8")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(utils.os, "fsync", full)  # the data is written, then the disk is found full
+    assert copying_script.main([str(run), SRC[0], SRC[1], "-o", str(out)]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert out.read_text(encoding="utf-8") == "the previous translations\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]  # no temporary file left

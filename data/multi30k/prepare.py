@@ -19,8 +19,10 @@ is installed; `minitrans.data.multi30k` reads what it stores.
 from __future__ import annotations
 
 import argparse
+import codecs
 import gzip
 import http.client
+import io
 import os
 import sys
 import tempfile
@@ -54,19 +56,37 @@ class PrepareError(Exception):
     """A problem the user can fix; `main` prints it as one line, without a traceback."""
 
 
-def count_lines(name: str, gz_bytes: bytes) -> int:
-    """Check that `gz_bytes` is gzip-compressed UTF-8 text and return its number of lines."""
+MAX_TEXT_BYTES = 256 * 2**20  # a Multi30k file is at most ~2.5 MB of text; a gzip bomb stops here
+CHUNK = 2**20
+
+
+def count_lines(name: str, gz_bytes: bytes, limit: int = MAX_TEXT_BYTES) -> int:
+    """Check that `gz_bytes` is gzip-compressed UTF-8 text of at most `limit` bytes and return
+    its number of lines. Decompressed a chunk at a time, so a gzip bomb costs one chunk of
+    memory and stops at the limit."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines = size = 0
+    last = b""
     try:
-        data = gzip.decompress(gz_bytes)
+        with gzip.GzipFile(fileobj=io.BytesIO(gz_bytes)) as file:
+            while chunk := file.read(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise PrepareError(f"{name} decompresses to more than {limit // 2**20} MiB; refused")
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as err:
+                    line = lines + chunk.count(b"\n", 0, max(err.start, 0)) + 1
+                    raise PrepareError(f"{name}, line {line}: not valid UTF-8 ({err.reason})") from None
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+        decoder.decode(b"", final=True)
     except (OSError, EOFError, zlib.error) as err:
         raise PrepareError(f"{name} is not a valid gzip file ({err})") from None
-    try:
-        data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise PrepareError(f"{name}, line {line}: not valid UTF-8 ({err.reason})") from None
+        raise PrepareError(f"{name}, line {lines + 1}: not valid UTF-8 ({err.reason})") from None
     # Lines end at "\n" only (as the loader splits them); a last line may lack it.
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    return lines + (1 if size and last != b"\n" else 0)
 
 
 def download(split: str, lang: str, timeout: float = TIMEOUT_S) -> bytes | None:
@@ -74,7 +94,10 @@ def download(split: str, lang: str, timeout: float = TIMEOUT_S) -> bytes | None:
     url = f"{BASE_URL}/{split}.{lang}.gz"
     try:
         with urlopen(url, timeout=timeout) as response:
-            return response.read()
+            data = response.read(MAX_TEXT_BYTES + 1)
+            if len(data) > MAX_TEXT_BYTES:
+                raise PrepareError(f"{url} is larger than {MAX_TEXT_BYTES // 2**20} MiB; refused")
+            return data
     except HTTPError as err:
         if err.code == 404:
             return None
@@ -99,6 +122,8 @@ def read_source(source: Path, split: str, lang: str) -> bytes | None:
     path = find_source_file(source, split, lang)
     if path is None:
         return None
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise PrepareError(f"{path} is larger than {MAX_TEXT_BYTES // 2**20} MiB; refused")
     data = path.read_bytes()
     return data if path.suffix == ".gz" else gzip.compress(data, mtime=0)
 
