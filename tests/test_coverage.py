@@ -16,7 +16,14 @@ def grammar_record() -> TrainingRecord:
 
 
 def test_words_keep_inner_apostrophes_and_hyphens_and_drop_punctuation():
-    assert words("Don't stop, well-known Straßenbahn! 3 times?") == ["Don't", "stop", "well-known", "Straßenbahn", "3", "times"]
+    assert words("Don't stop, well-known Straßenbahn! 3 times?") == [
+        "Don't",
+        "stop",
+        "well-known",
+        "Straßenbahn",
+        "3",
+        "times",
+    ]
 
 
 def test_the_record_counts_case_folded_forms_and_names_unseen_words_as_written():

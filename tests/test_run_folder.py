@@ -136,7 +136,7 @@ def test_a_stale_average_never_wins_over_the_weights_the_summary_reports(tmp_pat
     train(tiny_config("trainer.max_steps=4", "trainer.average_last=2", *common), run)
     assert resolve_checkpoint(run).name == "averaged.pt"
     summary = train(tiny_config("trainer.max_steps=6", "trainer.average_last=1", *common), run)
-    assert summary["weights"] == "best validation BLEU"
+    assert summary.weights == "best validation BLEU"
     assert json.loads((run / "summary.json").read_text())["weights"] == "best validation BLEU"
     assert resolve_checkpoint(run).name == "best.pt"  # not the averaged.pt of the first finish
 

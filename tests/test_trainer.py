@@ -229,7 +229,7 @@ def test_sigterm_during_the_final_evaluations_stops_with_143_and_a_resume_finish
     assert stopped.value.exit_code == 143 and "SIGTERM" in str(stopped.value)
     assert load_checkpoint(run / "checkpoints" / "last.pt")["state"]["step"] == 4  # nothing lost
     assert not (run / "summary.json").exists()
-    assert train(cfg, run)["steps"] == 4 and (run / "summary.json").exists()  # the resume only finishes
+    assert train(cfg, run).steps == 4 and (run / "summary.json").exists()  # the resume only finishes
 
 
 def test_a_full_disk_during_a_save_is_one_line_and_the_checkpoints_stay_intact(tmp_path, tiny_config, monkeypatch):
