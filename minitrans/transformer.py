@@ -102,8 +102,13 @@ class DecoderLayer(nn.Module):
 
         def self_attention(h):
             q, k, v = self.self_attn.project_qkv(h)  # (B, H, 1, Dk)
-            new_cache["k"] = torch.cat([cache["k"], k], dim=2)  # (B, H, t+1, Dk)
-            new_cache["v"] = torch.cat([cache["v"], v], dim=2)  # (B, H, t+1, Dv)
+            if cache.get("spare"):  # reorder_cache left the last position free for this step
+                new_cache["k"], new_cache["v"], new_cache["spare"] = cache["k"], cache["v"], False
+                new_cache["k"][:, :, -1:] = k  # (B, H, t+1, Dk)
+                new_cache["v"][:, :, -1:] = v  # (B, H, t+1, Dv)
+            else:
+                new_cache["k"] = torch.cat([cache["k"], k], dim=2)  # (B, H, t+1, Dk)
+                new_cache["v"] = torch.cat([cache["v"], v], dim=2)  # (B, H, t+1, Dv)
             # The newest position may see every cached one: no mask needed.
             return self.self_attn.attend(q, new_cache["k"], new_cache["v"], need_weights=need_weights)
 
@@ -232,15 +237,17 @@ class Transformer(Seq2SeqModel):
         return layers
 
     def reorder_cache(self, cache: State, rows: Tensor, beam: int) -> State:
-        """Self-attention keys and values follow ``rows``; the cross-attention keys and values
-        stay one per sentence (a sentence's beams share them) and change only when sentences
-        drop out: then the first row of each group names its sentence's old group."""
+        """Self-attention keys and values follow ``rows``, with room left for the next step's
+        (``spare``); the cross-attention keys and values stay one per sentence (a sentence's
+        beams share them) and change only when sentences drop out: then the first row of each
+        group names its sentence's old group."""
         sentences = len(rows) // beam
         kept = None if sentences == cache[0]["cross_k"].shape[0] else rows[::beam] // beam  # (n,)
         return [
             {
-                "k": layer["k"].index_select(0, rows),  # (N, H, t, Dk)
-                "v": layer["v"].index_select(0, rows),  # (N, H, t, Dv)
+                "k": _select_with_spare(layer["k"], rows, layer.get("spare", False)),  # (N, H, t+1, Dk)
+                "v": _select_with_spare(layer["v"], rows, layer.get("spare", False)),  # (N, H, t+1, Dv)
+                "spare": True,
                 "cross_k": layer["cross_k"]
                 if kept is None
                 else layer["cross_k"].index_select(0, kept),  # (n, H, S, Dk)
@@ -252,7 +259,7 @@ class Transformer(Seq2SeqModel):
         ]
 
     def step(self, enc: State, tokens: Tensor, cache: State, need_weights: bool = False):
-        position = cache[0]["k"].shape[2]
+        position = cache[0]["k"].shape[2] - int(cache[0].get("spare", False))
         y = self._embed(self.tgt_embed, tokens[:, None], offset=position)  # (B, 1, D)
         new_cache, self_maps, cross_maps = [], [], []
         for layer, layer_cache in zip(self.decoder_layers, cache):
@@ -262,6 +269,18 @@ class Transformer(Seq2SeqModel):
             cross_maps.append(cross_w)
         logits = self.output(self.decoder_norm(y))[:, 0]  # (B, V)
         return logits, new_cache, ({"dec_self": self_maps, "cross": cross_maps} if need_weights else {})
+
+
+def _select_with_spare(cached: Tensor, rows: Tensor, has_spare: bool) -> Tensor:
+    """cached[rows] along dim 0, written into a tensor one position longer (dim 2) whose last
+    position the next step fills in place: one copy of the past keys per step instead of two
+    (a reorder, then a concatenation)."""
+    past = cached[:, :, :-1] if has_spare else cached  # (B, H, t, Dk)
+    if past.requires_grad:  # out= takes no autograd; the plain way (decoding runs without grad)
+        return torch.cat([past.index_select(0, rows), past.new_zeros(len(rows), *past.shape[1:2], 1, past.shape[3])], 2)
+    out = cached.new_empty(len(rows), past.shape[1], past.shape[2] + 1, past.shape[3])  # (N, H, t+1, Dk)
+    torch.index_select(past, 0, rows, out=out[:, :, :-1])
+    return out
 
 
 __all__ = ["DecoderLayer", "EncoderLayer", "FeedForward", "SinusoidalPositions", "Transformer"]
