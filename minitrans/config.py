@@ -181,39 +181,75 @@ class RNNConfig:
 
 
 @dataclass
+class CleanConfig:
+    """How the training pairs are cleaned before anything else sees them (evaluation splits are
+    never filtered). Every dropped pair is counted by its reason in the log and summary.json."""
+
+    normalize: bool = True  # strip, collapse runs of whitespace, remove control characters
+    drop_empty: bool = True  # a pair with an empty side
+    max_chars: int | None = 1000  # a pair with a longer side (characters); null: no limit
+    max_ratio: float | None = 5.0  # longer side / shorter side, in characters; null: no limit
+    drop_duplicates: bool = False  # an exact repeat of an earlier pair
+
+    def __post_init__(self) -> None:
+        check_range("data.clean.max_chars", self.max_chars, 1, optional=True)
+        check_range("data.clean.max_ratio", self.max_ratio, 1, optional=True)
+
+
+CORPORA = ("generated", "parallel", "multi30k", "hf")
+
+
+@dataclass
 class DataConfig:
-    name: str = "generated"  # "generated" (embedded grammar) or "multi30k"
-    src_lang: str = "en"  # source language code (multi30k: en, de, fr, cs)
+    name: str = "generated"  # corpus: generated (embedded grammar) | parallel (a folder of files) | multi30k | hf
+    src_lang: str = "en"  # source language code (a file suffix, or a key of the translation field)
     tgt_lang: str = "de"  # target language code
-    root: str | None = None  # multi30k: folder of prepared files; None -> data/multi30k
+    root: str | None = None  # parallel / multi30k: folder of {split}.{lang}[.gz] files; multi30k: None -> data/multi30k
+    path: str | None = None  # hf: a Hub id, or a local JSON Lines / CSV / TSV / Parquet file or folder, or save_to_disk
+    subset: str | None = None  # hf: the Hub dataset's configuration name (e.g. de-en)
+    src_field: str | None = None  # hf: flat column of the source; None -> the translation field, else src_lang
+    tgt_field: str | None = None  # hf: flat column of the target; None -> the translation field, else tgt_lang
     train_split: str = "train"  # split to train on
-    valid_split: str = "valid"  # split for validation loss, BLEU and the TensorBoard samples
-    test_splits: list[str] = field(default_factory=lambda: ["test"])  # splits scored at the end
-    # generated corpus sizes
+    valid_split: str = "valid"  # split for validation loss, BLEU and samples; missing: held out of training
+    test_splits: list[str] = field(
+        default_factory=lambda: ["test"]
+    )  # splits scored at the end; first missing: held out
     num_train: int = 30000  # generated corpus: training pairs
-    num_valid: int = 500  # generated corpus: validation pairs
-    num_test: int = 1000  # generated corpus: test pairs
+    num_valid: int = 500  # generated corpus: validation pairs; other corpora: pairs held out when no validation split
+    num_test: int = 1000  # generated corpus: test pairs; other corpora: pairs held out when no test split
     min_words: int = 4  # generated corpus: shortest source sentence, in words
     max_words: int = 55  # generated corpus: longest source sentence, in words
-    corpus_seed: int = 1234  # generated corpus: its random seed (the same seed gives the same corpus)
+    corpus_seed: int = 1234  # generated corpus: its random seed; other corpora: draws the held-out pairs
+    clean: CleanConfig = field(default_factory=CleanConfig)  # cleaning of the training pairs (data.clean.*)
     # tokenizer
     vocab_size: int = 2000  # SentencePiece vocabulary size (per language unless joint_vocab)
     spm_model_type: str = "unigram"  # sentencepiece: unigram or bpe
     joint_vocab: bool = True  # one vocabulary for both languages
+    spm_sample: int = 200000  # SentencePiece trains on at most this many training pairs (a seeded sample)
     max_tokens: int = 128  # training pairs longer than this (in subwords) are dropped
     # sentencepiece models and tokenised corpora; MINITRANS_CACHE_DIR moves it
     cache_dir: str = field(default_factory=lambda: os.environ.get("MINITRANS_CACHE_DIR", "~/.cache/minitrans"))
 
     def __post_init__(self) -> None:
-        _check(self.name in ("generated", "multi30k"), "data.name", f"unknown corpus {self.name!r}")
-        _check(self.src_lang != self.tgt_lang, "data.tgt_lang", "source and target languages are the same")
+        if isinstance(self.clean, dict):  # rebuilt from a checkpoint's saved config
+            self.clean = CleanConfig(**self.clean)
+        _check(self.name in CORPORA, "data.name", f"unknown corpus {self.name!r}; choose one of {', '.join(CORPORA)}")
+        _check(self.src_lang != self.tgt_lang, "data.tgt_lang", f"source and target are both {self.src_lang!r}")
+        _check(self.name != "parallel" or bool(self.root), "data.root", "data=parallel needs data.root=FOLDER")
+        _check(self.name != "hf" or bool(self.path), "data.path", "data=hf needs data.path=HUB_ID_OR_LOCAL_PATH")
+        _check(
+            (self.src_field is None) == (self.tgt_field is None),
+            "data.src_field",
+            "set both data.src_field and data.tgt_field, or neither",
+        )
         for key, high in (
             ("num_train", 10_000_000),  # the generated corpus: sentences are drawn one by one
-            ("num_valid", 100_000),
+            ("num_valid", 100_000),  # also the pairs held out when a corpus has no validation split
             ("num_test", 100_000),
             ("vocab_size", MAX_VOCAB),
             ("max_tokens", MAX_POSITIONS),
             ("max_words", 1000),
+            ("spm_sample", 100_000_000),
         ):
             check_range(f"data.{key}", getattr(self, key), 1, high)
         check_range("data.min_words", self.min_words, 1, self.max_words)

@@ -33,6 +33,7 @@ class RunSummary:
     valid: dict[str, Any] = field(default_factory=dict)  # loss, bleu, chrf of the scored weights
     test: dict[str, Any] = field(default_factory=dict)  # the first test split's scores (bleu, chrf, by_length ...)
     test_splits: dict[str, dict[str, Any]] = field(default_factory=dict)  # every test split's scores
+    data: dict[str, Any] = field(default_factory=dict)  # where each split came from, cleaning counts, held-out pairs
     config: dict[str, Any] = field(default_factory=dict)  # the resolved configuration
 
     def to_dict(self) -> dict[str, Any]:

@@ -139,7 +139,7 @@ class Tokenizer:
     # -- using --------------------------------------------------------------------------
     def encode_src(self, texts: Sequence[str]) -> list[list[int]]:
         """Source sentences -> ids ending in EOS (so even an empty line has one token)."""
-        return [ids + [EOS_ID] for ids in self.src.encode(list(texts))]
+        return self.src.encode(list(texts), add_eos=True)
 
     def encode_tgt(self, texts: Sequence[str]) -> list[list[int]]:
         """Target sentences -> ids without BOS/EOS (batching adds them)."""

@@ -149,6 +149,7 @@ class Trainer:
             data = prepare_training_data(cfg, payload["tokenizer"] if payload else None)
         self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
         self.src_ids, self.tgt_ids, self.record = data.src_ids, data.tgt_ids, data.record
+        self.data_report = data.report
         if self.dist.is_main:
             self.tokenizer.save(self.out_dir / "tokenizer")
         self.model = self._build_model(payload, resume_path).to(self.device)
@@ -455,6 +456,7 @@ class Trainer:
             valid=valid,
             test=splits[cfg.data.test_splits[0]],
             test_splits=splits,
+            data=self.data_report,
             config=asdict(cfg),
         )
         summary.write(self.out_dir)

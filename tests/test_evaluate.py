@@ -85,7 +85,7 @@ def test_an_unknown_split_is_one_error_line(evaluate, multi30k_run, capsys):
     run, root = multi30k_run
     assert evaluate([str(run), "--split", "nope", "--data-root", str(root), "--device", "cpu"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: Split(s) nope not found")
+    assert len(err) == 1 and err[0].startswith("error: no split 'nope'")
 
 
 def test_a_generated_corpus_run_is_evaluated_on_its_regenerated_split(evaluate, tmp_path):

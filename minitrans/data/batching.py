@@ -33,17 +33,21 @@ class Batch:
 
 
 def collate(src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]) -> Batch:
-    """Pad a batch: ids as produced by the tokenizer (source with EOS, target without)."""
+    """Pad a batch: ids as produced by the tokenizer (source with EOS, target without), as
+    lists or arrays (rows of :class:`~minitrans.data.token_ids.TokenIds`)."""
     size = len(src_ids)
-    src = torch.full((size, max(map(len, src_ids))), PAD_ID, dtype=torch.long)  # (B, S)
-    tgt_len = max(map(len, tgt_ids)) + 1
-    tgt_in = torch.full((size, tgt_len), PAD_ID, dtype=torch.long)  # (B, T)
-    tgt_out = torch.full((size, tgt_len), PAD_ID, dtype=torch.long)  # (B, T)
-    for row, (s, t) in enumerate(zip(src_ids, tgt_ids)):
-        src[row, : len(s)] = torch.as_tensor(s, dtype=torch.long)
-        tgt_in[row, : len(t) + 1] = torch.as_tensor([BOS_ID, *t], dtype=torch.long)
-        tgt_out[row, : len(t) + 1] = torch.as_tensor([*t, EOS_ID], dtype=torch.long)
-    return Batch(src, tgt_in, tgt_out, sum(len(t) + 1 for t in tgt_ids))
+    src_lengths, tgt_lengths = [len(s) for s in src_ids], [len(t) for t in tgt_ids]
+    src = np.full((size, max(src_lengths)), PAD_ID, dtype=np.int64)  # (B, S)
+    tgt_in = np.full((size, max(tgt_lengths) + 1), PAD_ID, dtype=np.int64)  # (B, T)
+    tgt_out = np.full((size, max(tgt_lengths) + 1), PAD_ID, dtype=np.int64)  # (B, T)
+    tgt_in[:, 0] = BOS_ID
+    for row, (s, t, n) in enumerate(zip(src_ids, tgt_ids, tgt_lengths)):
+        src[row, : len(s)] = s
+        tgt_in[row, 1 : n + 1] = t
+        tgt_out[row, :n] = t
+        tgt_out[row, n] = EOS_ID
+    num_tgt_tokens = sum(tgt_lengths) + size
+    return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), num_tgt_tokens)
 
 
 class TokenBatchSampler:
