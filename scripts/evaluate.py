@@ -2,8 +2,10 @@
 ``python scripts/evaluate.py RUN_OR_CHECKPOINT --split test [--beam 5] [--length-penalty 0.6]``.
 
 The corpus comes from the run's own configuration (stored in the checkpoint): the generated
-corpus is regenerated from its seed; Multi30k is read from --data-root, else the run's
-data.root, else data/multi30k. Reports BLEU (cased, detokenised, 13a), chrF and lower-cased
+corpus is regenerated from its seed; a folder of files (data=parallel, Multi30k) or a
+``datasets`` corpus (data=hf) is read from --data-root, else the run's data.root / data.path
+(Multi30k: else data/multi30k); a split the run held out of training is drawn again exactly.
+Reports BLEU (cased, detokenised, 13a), chrF and lower-cased
 BLEU, and BLEU by source length; writes {split}.beam{K}.hyp.txt and .json into --out, by
 default RUN/eval/, where RUN is the run folder (for a .pt file inside RUN/checkpoints/, that
 RUN; else the file's folder), and where compare.py finds them. A folder written by
@@ -87,7 +89,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=DecodingOptions.max_output_ratio,
         help="output tokens <= ratio * source + 10",
     )
-    parser.add_argument("--data-root", help="folder of the Multi30k files (default: the run's data.root)")
+    parser.add_argument(
+        "--data-root", help="the corpus' folder or file (default: the run's data.root, or data.path for data=hf)"
+    )
     parser.add_argument(
         "--limit", type=cli_number(int, 1), default=None, help="only the first N sentences of the split"
     )

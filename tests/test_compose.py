@@ -25,7 +25,8 @@ def options(group: str) -> list[str]:
 @pytest.mark.parametrize("model", options("model"))
 @pytest.mark.parametrize("data", options("data"))
 def test_every_model_and_data_config_composes(model, data):
-    cfg = to_dataclass(compose_train([f"model={model}", f"data={data}"]))
+    required = {"parallel": ["data.root=corpus", "data.tgt_lang=fr"], "hf": ["data.path=corpus.jsonl"]}
+    cfg = to_dataclass(compose_train([f"model={model}", f"data={data}", *required.get(data, [])]))
     assert isinstance(cfg, TrainConfig)
     assert isinstance(cfg.model, TransformerConfig if model == "transformer" else RNNConfig)
     assert cfg.model.kind == model

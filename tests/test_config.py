@@ -128,7 +128,7 @@ def test_data_problems_found_when_the_corpus_is_read_name_the_key(tmp_path, tiny
     with pytest.raises(ConfigError, match=r"^data\.root: .*nowhere.*prepare\.py"):
         prepare_training_data(missing)
     root = write_multi30k(tmp_path / "multi30k", train_lines=0)
-    with pytest.raises(ConfigError, match=r"^data: .*train.*empty"):
+    with pytest.raises(ConfigError, match=r"^data\.train_split: .*train.*empty"):
         prepare_training_data(tiny_config("data=multi30k", f"data.root={root}"))
 
 
