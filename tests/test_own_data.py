@@ -236,3 +236,23 @@ def test_a_run_on_a_folder_reports_its_data_and_holds_ids_compactly(tmp_path, ti
     assert summary["data"]["splits"]["test"] == {"pairs": 10, "from": "test"}
     assert summary["data"]["splits"]["valid"] == {"pairs": 10, "from": "held out of training"}
     assert summary["data"]["too_many_subwords"] == 0 and summary["test"]["sentences"] == 10
+
+
+def test_damaged_cache_entries_are_rebuilt(folder, tmp_path):
+    from minitrans.data.corpus import tokenize_pairs
+    from minitrans.tokenizer import Tokenizer
+
+    cfg = config(tmp_path, root=str(folder), test_splits=["tst2020"])
+    corpus = prepare_corpus(cfg)
+    tokenizer = Tokenizer.train(EN, FR, vocab_size=300)
+    src, tgt = tokenize_pairs(corpus.splits["train"], tokenizer, cfg.cache_dir, corpus.key)
+    expected, expected_pairs = [row.tolist() for row in src], pairs(corpus.splits["train"])
+    for path in (tmp_path / "cache").rglob("*"):  # damage every cached file of the corpus and its ids
+        if path.is_file() and path.suffix in (".npy", ".arrow", ".json"):
+            path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    with pytest.warns(UserWarning, match="rebuilding the damaged cache"):
+        again = prepare_corpus(cfg)
+    assert pairs(again.splits["train"]) == expected_pairs
+    with pytest.warns(UserWarning, match="rebuilding the damaged cache"):
+        src, _ = tokenize_pairs(again.splits["train"], tokenizer, cfg.cache_dir, again.key)
+    assert [row.tolist() for row in src] == expected
