@@ -106,6 +106,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    import datasets
+
+    datasets.disable_progress_bars()  # preparing a corpus stays quiet, as in train.py
     with plain_truncation_warnings():
         return run(args)
 

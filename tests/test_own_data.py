@@ -256,3 +256,13 @@ def test_damaged_cache_entries_are_rebuilt(folder, tmp_path):
     with pytest.warns(UserWarning, match="rebuilding the damaged cache"):
         src, _ = tokenize_pairs(again.splits["train"], tokenizer, cfg.cache_dir, again.key)
     assert [row.tolist() for row in src] == expected
+
+
+def test_a_hub_id_offline_is_one_line_asking_for_a_local_path(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # as HF_HUB_OFFLINE=1 does (CI sets it)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    cfg = config(tmp_path, name="hf", path="wmt/wmt14", subset="de-en", src_lang="de", tgt_lang="en")
+    with pytest.raises(ConfigError, match=r"^data\.path: 'wmt/wmt14' is not a local file .*pass a local path"):
+        prepare_corpus(cfg)
