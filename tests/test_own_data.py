@@ -266,3 +266,8 @@ def test_a_hub_id_offline_is_one_line_asking_for_a_local_path(tmp_path, monkeypa
     cfg = config(tmp_path, name="hf", path="wmt/wmt14", subset="de-en", src_lang="de", tgt_lang="en")
     with pytest.raises(ConfigError, match=r"^data\.path: 'wmt/wmt14' is not a local file .*pass a local path"):
         prepare_corpus(cfg)
+
+
+def test_languages_not_in_the_folder_name_the_ones_that_are(folder, tmp_path):
+    with pytest.raises(ConfigError, match=r"data\.src_lang: no \*\.de files in \S+ \(languages present: en, fr\)"):
+        prepare_corpus(config(tmp_path, root=str(folder), src_lang="de"))

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 PIPELINE_VERSION = 1  # bump when preparation changes what it produces from the same inputs
 VALID_ALIASES = ("valid", "validation", "val", "dev")  # tried in order when data.valid_split is absent
 TEST_ALIASES = ("test",)
+# settings that shape the tokenisation, not the prepared corpus
+TOKENIZER_KEYS = ("cache_dir", "vocab_size", "spm_model_type", "joint_vocab", "spm_sample", "max_tokens")
 
 
 @dataclass
@@ -59,16 +61,25 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
 
         root = _root(cfg)
         try:
-            corpus_files(root, _hint(cfg))
+            files = corpus_files(root, _hint(cfg))
         except FileNotFoundError as error:
             raise ConfigError(f"data.root: {error}") from None
+        present = sorted({lang for _, lang in files})
+        absent = [lang for lang in (cfg.src_lang, cfg.tgt_lang) if lang not in present]
+        if absent:
+            key = "data.src_lang" if cfg.src_lang in absent else "data.tgt_lang"
+            hint = f". {_hint(cfg)}" if cfg.name == "multi30k" else ""
+            raise ConfigError(
+                f"{key}: no {' or '.join(f'*.{lang}' for lang in absent)} files in {root} "
+                f"(languages present: {', '.join(present) or 'none'}){hint}"
+            )
         available, halves = (
             available_splits(root, cfg.src_lang, cfg.tgt_lang),
             half_splits(root, cfg.src_lang, cfg.tgt_lang),
         )
     roles = _resolve_splits(cfg, available, halves)
     identity = identity or _identity(cfg, roles)
-    settings = {k: v for k, v in asdict(cfg).items() if k not in ("cache_dir", "vocab_size", "spm_model_type")}
+    settings = {k: v for k, v in asdict(cfg).items() if k not in TOKENIZER_KEYS}
     key = hashlib.sha256(json.dumps([PIPELINE_VERSION, identity, settings], sort_keys=True).encode()).hexdigest()[:16]
     folder = Path(cfg.cache_dir).expanduser() / "corpora" / key
     if (folder / "report.json").exists():
