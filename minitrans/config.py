@@ -211,9 +211,7 @@ class DataConfig:
     tgt_field: str | None = None  # hf: flat column of the target; None -> the translation field, else tgt_lang
     train_split: str = "train"  # split to train on
     valid_split: str = "valid"  # split for validation loss, BLEU and samples; missing: held out of training
-    test_splits: list[str] = field(
-        default_factory=lambda: ["test"]
-    )  # splits scored at the end; first missing: held out
+    test_splits: list[str] = field(default_factory=lambda: ["test"])  # scored at the end; first missing: held out
     num_train: int = 30000  # generated corpus: training pairs
     num_valid: int = 500  # generated corpus: validation pairs; other corpora: pairs held out when no validation split
     num_test: int = 1000  # generated corpus: test pairs; other corpora: pairs held out when no test split

@@ -64,12 +64,13 @@ def key_lines(prefix: str, schema: type, only: set[str] | None = None, width: in
 
 def help_text() -> str:
     """Every key of the configuration, grouped by schema, one line each."""
-    from minitrans.config import DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
+    from minitrans.config import CleanConfig, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
 
     sections = [
         ("model=transformer (the default)", key_lines("model.", TransformerConfig)),
         ("model=rnn | model=rnn_attention", key_lines("model.", RNNConfig)),
         ("data", key_lines("data.", DataConfig)),
+        ("data.clean (training pairs only)", key_lines("data.clean.", CleanConfig)),
         ("trainer", key_lines("trainer.", TrainerConfig)),
         ("run", key_lines("", TrainConfig, {"seed", "name"})),
     ]

@@ -9,11 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from minitrans.config import DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig, check_command_line
+from minitrans.config import (
+    CleanConfig,
+    DataConfig,
+    RNNConfig,
+    TrainConfig,
+    TrainerConfig,
+    TransformerConfig,
+    check_command_line,
+)
 from minitrans.config_help import HIDDEN_PREFIX, field_comments, help_config, help_text
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-SCHEMAS = [TransformerConfig, RNNConfig, DataConfig, TrainerConfig]
+SCHEMAS = [TransformerConfig, RNNConfig, DataConfig, CleanConfig, TrainerConfig]
 
 
 @pytest.mark.parametrize(
@@ -21,7 +29,7 @@ SCHEMAS = [TransformerConfig, RNNConfig, DataConfig, TrainerConfig]
     [
         ("model=transformer_schema", "model", "rnn, rnn_attention, transformer"),
         ("model=rnn_schema", "model", "rnn, rnn_attention, transformer"),
-        ("data=data_schema", "data", "generated, multi30k"),
+        ("data=data_schema", "data", "generated, hf, multi30k, parallel"),
         ("trainer=trainer_schema", "trainer", "default"),
     ],
 )
@@ -71,7 +79,13 @@ def test_every_key_of_every_schema_is_described_in_one_line():
 
 
 def _key(schema: type, name: str) -> str:
-    prefix = {TransformerConfig: "model.", RNNConfig: "model.", DataConfig: "data.", TrainerConfig: "trainer."}
+    prefix = {
+        TransformerConfig: "model.",
+        RNNConfig: "model.",
+        DataConfig: "data.",
+        CleanConfig: "data.clean.",
+        TrainerConfig: "trainer.",
+    }
     return prefix[schema] + name
 
 

@@ -233,9 +233,10 @@ def test_a_run_on_a_folder_reports_its_data_and_holds_ids_compactly(tmp_path, ti
     trainer = Trainer(cfg, tmp_path / "run")
     assert isinstance(trainer.src_ids, TokenIds) and len(trainer.src_ids) == 110
     summary = trainer.fit()
-    assert summary["data"]["splits"]["test"] == {"pairs": 10, "from": "test"}
-    assert summary["data"]["splits"]["valid"] == {"pairs": 10, "from": "held out of training"}
-    assert summary["data"]["too_many_subwords"] == 0 and summary["test"]["sentences"] == 10
+    assert summary.data["splits"]["test"] == {"pairs": 10, "from": "test"}
+    assert summary.data["splits"]["valid"] == {"pairs": 10, "from": "held out of training"}
+    assert summary.data["too_many_subwords"] == 0 and summary.test["sentences"] == 10
+    assert trainer.record.num_pairs == 110 and trainer.record.src_lang == "de"
 
 
 def test_damaged_cache_entries_are_rebuilt(folder, tmp_path):
