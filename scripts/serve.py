@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         server.run(sockets=[sock])  # returns, or re-raises Ctrl-C, once in-flight requests are answered
     except KeyboardInterrupt:
         return 130
-    return 0
+    # uvicorn re-raises the signal after a graceful shutdown, but a signal caught while it was still
+    # handling the first one returns here instead: the server only ever stops on a signal.
+    return 130 if server.should_exit else 0
 
 
 if __name__ == "__main__":
