@@ -35,7 +35,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from minitrans.config import DecodingOptions  # noqa: E402
+from minitrans.config import BEAM_RANGE, DecodingOptions, cli_number  # noqa: E402
 from minitrans.data.corpus import load_run_split  # noqa: E402
 from minitrans.translate import Translator  # noqa: E402
 
@@ -227,9 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minitrans.benchmark_decoding", description=__doc__.split("\n")[0])
     parser.add_argument("checkpoint", help="a run folder or a .pt checkpoint")
     parser.add_argument("--split", default="test", help="split of the run's corpus (default: its test split)")
-    parser.add_argument("--beams", type=int, nargs="+", default=[1, 5], help="beam sizes (default: 1 5)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
-    parser.add_argument("--repeats", type=int, default=1, help="timings per path; the best is kept")
+    parser.add_argument(
+        "--beams", type=cli_number(int, *BEAM_RANGE), nargs="+", default=[1, 5], help="beam sizes (default: 1 5)"
+    )
+    parser.add_argument("--limit", type=cli_number(int, 1), default=None, help="only the first N sentences")
+    parser.add_argument(
+        "--repeats", type=cli_number(int, 1, 1000), default=1, help="timings per path; the best is kept"
+    )
     parser.add_argument(
         "--threads",
         type=int,

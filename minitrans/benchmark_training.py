@@ -47,7 +47,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from minitrans.config import TransformerConfig
+from minitrans.config import MAX_VOCAB, TransformerConfig, cli_number
 from minitrans.data.batching import Batch
 from minitrans.models import VocabSizes, build_model
 from minitrans.tokenizer import PAD_ID
@@ -564,19 +564,39 @@ def main(argv: list[str] | None = None) -> dict:
         "peak memory and padding for each model, and their ratio.",
     )
     parser.add_argument("--sizes", default="small,large", help=f"comma-separated model sizes, of: {sizes}")
-    parser.add_argument("--steps", type=int, default=None, help="timed steps per model and repeat (default: by size)")
-    parser.add_argument("--repeats", type=int, default=3, help="passes over the timed batches; ratios are their median")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per model before timing")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument(
+        "--steps",
+        type=cli_number(int, 1, 10**6),
+        default=None,
+        help="timed steps per model and repeat (default: by size)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=cli_number(int, 1, 1000),
+        default=3,
+        help="passes over the timed batches; ratios are their median",
+    )
+    parser.add_argument(
+        "--warmup", type=cli_number(int, 0, 10**4), default=2, help="untimed steps per model before timing"
+    )
+    parser.add_argument(
+        "--threads", type=cli_number(int, 1, 4096), default=None, help="torch intra-op threads (default: torch's)"
+    )
     parser.add_argument(
         "--data",
         choices=("auto", "multi30k", "synthetic"),
         default="auto",
         help="batches of tokenised Multi30k sentences, or synthetic ones (auto: Multi30k when prepared)",
     )
-    parser.add_argument("--vocab-size", type=int, default=8000, help="vocabulary of both models")
-    parser.add_argument("--batch-tokens", type=int, default=4096, help="source + target tokens per batch")
-    parser.add_argument("--dropout", type=float, default=0.1, help="dropout of both models")
+    parser.add_argument(
+        "--vocab-size", type=cli_number(int, 8, MAX_VOCAB), default=8000, help="vocabulary of both models"
+    )
+    parser.add_argument(
+        "--batch-tokens", type=cli_number(int, 1, 10**7), default=4096, help="source + target tokens per batch"
+    )
+    parser.add_argument(
+        "--dropout", type=cli_number(float, 0, 1, high_open=True), default=0.1, help="dropout of both models"
+    )
     parser.add_argument("--post-norm", action="store_true", help="post-norm layers (default pre-norm)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile'd minitrans")

@@ -69,7 +69,7 @@ def range_problem(
     return f"must be in {left}, {right}, got {value}"
 
 
-def cli_number(kind: type, low: float, high: float = math.inf, *, low_open: bool = False):
+def cli_number(kind: type, low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = False):
     """An argparse ``type=`` that parses an int or float and refuses it outside the interval
     (argparse then prints the flag, the range, and exits with status 2)."""
     import argparse
@@ -79,7 +79,7 @@ def cli_number(kind: type, low: float, high: float = math.inf, *, low_open: bool
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
-        problem = range_problem(value, low, high, low_open=low_open)
+        problem = range_problem(value, low, high, low_open=low_open, high_open=high_open)
         if problem is not None:
             raise argparse.ArgumentTypeError(problem)
         return value

@@ -16,6 +16,8 @@ import os
 import socket
 import sys
 
+from minitrans.config import BEAM_RANGE
+
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -39,6 +41,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name in ("max_sentences", "max_chars", "max_beam"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.max_beam > BEAM_RANGE[1]:  # a beam costs beam x vocabulary scores per step, per request
+        parser.error(f"--max-beam must be in [1, {BEAM_RANGE[1]}], got {args.max_beam}")
     if not 0 <= args.port <= 65535:
         parser.error("--port must be between 0 and 65535")
     return args

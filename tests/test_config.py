@@ -221,3 +221,23 @@ def test_a_device_this_machine_lacks_is_a_config_error():
             pick_device("cuda")
     with pytest.raises(ConfigError, match="unknown device 'tpu'"):
         pick_device("tpu")
+
+
+@pytest.mark.parametrize(
+    ("entry", "flags", "expected"),
+    [
+        ("benchmark_training", ["--dropout", "1"], "--dropout: must be in [0, 1), got 1.0"),
+        ("benchmark_training", ["--steps", "0"], "--steps: must be in [1, 1_000_000], got 0"),
+        ("benchmark_training", ["--threads", "nan"], "--threads: not an integer: 'nan'"),
+        ("benchmark_decoding", ["RUN", "--beams", "1", "10000"], "--beams: must be in [1, 100], got 10000"),
+        ("serve", ["RUN", "--max-beam", "10000"], "--max-beam must be in [1, 100], got 10000"),
+    ],
+)
+def test_the_other_entry_points_bound_their_numbers_too(entry, flags, expected, capsys):
+    import importlib
+
+    main = script_main("serve") if entry == "serve" else importlib.import_module(f"minitrans.{entry}").main
+    with pytest.raises(SystemExit) as stop:
+        main(flags)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(expected)
