@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from minitrans.checkpoint import _FREE_ON_RESUME as _FREE  # what is evaluated, not what is trained
 from minitrans.checkpoint import CheckpointError, load_checkpoint
+from minitrans.resume import EVALUATION_ONLY, normalized_model
 
 
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -38,8 +38,10 @@ def _difference(first: dict[str, Any], other: dict[str, Any]) -> str | None:
     """The first thing that keeps two checkpoints from being averaged, or None."""
     for section in ("model", "data"):
         a, b = first["config"].get(section, {}), other["config"].get(section, {})
+        if section == "model":  # derived values filled in: old and new checkpoints of one model agree
+            a, b = normalized_model(a), normalized_model(b)
         for key in sorted(set(a) | set(b), key=lambda k: (k not in ("kind", "name"), k)):  # the big one first
-            if key not in _FREE and a.get(key) != b.get(key):
+            if key not in EVALUATION_ONLY and a.get(key) != b.get(key):
                 return f"{section}.{key} ({a.get(key)!r} vs {b.get(key)!r})"
     if first["tokenizer"] != other["tokenizer"]:
         return "the tokenizer"

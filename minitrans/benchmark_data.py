@@ -70,7 +70,7 @@ def child_main(overrides: list[str], out_dir: str, steps: int) -> None:
     started, cpu_started = time.perf_counter(), _cpu()
     import datasets
 
-    from minitrans.config import register_configs, to_dataclass
+    from minitrans.hydra_config import register_configs, to_dataclass
     from minitrans.trainer import Trainer
 
     datasets.disable_progress_bars()

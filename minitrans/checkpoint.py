@@ -126,37 +126,6 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def find_resume_checkpoint(run_checkpoints: Path, resume: bool, resume_from: str | None) -> Path | None:
-    """The checkpoint a run starts from: its own ``last.pt`` first (so a re-run continues where
-    it stopped), then ``trainer.resume_from``; None for a fresh start."""
-    own = Path(run_checkpoints) / "last.pt"
-    if resume and own.exists():
-        return own
-    if resume_from is not None:
-        if not Path(resume_from).is_file():
-            raise CheckpointError(f"trainer.resume_from: no checkpoint at {resume_from}")
-        return Path(resume_from)
-    return None
-
-
-_FREE_ON_RESUME = {"cache_dir", "valid_split", "test_splits"}  # what is evaluated, not what is trained
-
-
-def check_same_run(saved_config: dict, config: dict, path: Path) -> None:
-    """A checkpoint resumes only the model and training data it was trained with; ``trainer.*``
-    may change (e.g. a larger ``max_steps`` to train on), and so may the evaluated splits."""
-    from minitrans.config import ConfigError
-
-    for section in ("model", "data"):
-        saved = saved_config.get(section, {})
-        for key, value in config[section].items():
-            if key not in _FREE_ON_RESUME and key in saved and saved[key] != value:
-                raise ConfigError(
-                    f"{section}.{key}: {path} was trained with {saved[key]!r}, not {value!r}; resume with "
-                    "the original value, use a new run folder, or set trainer.resume=false"
-                )
-
-
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a minitrans checkpoint safely; any problem becomes one clear CheckpointError."""
     path = Path(path)

@@ -29,6 +29,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from minitrans.config import model_from_dict
 from minitrans.summary import SUMMARY_FILE as SUMMARY
 from minitrans.summary import RunSummary
 from minitrans.viz import model_color
@@ -73,7 +74,12 @@ class Run:
     def d_k(self) -> int | None:
         if self.kind != "transformer":
             return None
-        return self.model.get("d_k") or self.model["d_model"] // self.model["num_heads"]
+        if self.model.get("d_k") is not None:  # recorded by every run since the config derives it
+            return self.model["d_k"]
+        try:  # an older summary: the config's own derivation, not a copy of it
+            return model_from_dict(self.model).d_k
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def test(self, split: str | None = None) -> dict:
         """Scores of test split ``split`` (default: the run's first test split)."""

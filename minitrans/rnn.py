@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from minitrans.attention import make_padding_mask
+from minitrans.config import RNNConfig
 from minitrans.interface import AttentionMaps, Seq2SeqModel, State
 
 
@@ -172,20 +173,12 @@ class ContextGRUDecoder(nn.Module):
 class _RNNSeq2Seq(Seq2SeqModel):
     """The shared encoder-decoder; subclasses choose only the context module."""
 
-    def __init__(
-        self,
-        vocab_size: int,
-        pad_id: int,
-        d_embed: int,
-        d_hidden: int,
-        num_layers: int,
-        bidirectional: bool,
-        dropout: float,
-        tie_embeddings: bool,
-        d_attention: int | None,
-    ) -> None:
+    def __init__(self, cfg: RNNConfig, vocab_size: int, pad_id: int, d_attention: int | None) -> None:
+        """Sizes from ``cfg`` (the project's only defaults); ``d_attention`` None: fixed context."""
         super().__init__()
         self.pad_id = pad_id
+        d_embed, d_hidden, num_layers, dropout = cfg.d_embed, cfg.d_hidden, cfg.num_layers, cfg.dropout
+        bidirectional, tie_embeddings = cfg.bidirectional, cfg.tie_embeddings
         src_embed = nn.Embedding(vocab_size, d_embed, padding_idx=pad_id)
         tgt_embed = src_embed if tie_embeddings else nn.Embedding(vocab_size, d_embed, padding_idx=pad_id)
         self.encoder = GRUEncoder(src_embed, d_hidden, num_layers, bidirectional, dropout)
@@ -225,48 +218,17 @@ class _RNNSeq2Seq(Seq2SeqModel):
 class FixedContextRNN(_RNNSeq2Seq):
     """Cho et al. (2014): the decoder sees one fixed vector C for every target word."""
 
-    def __init__(
-        self,
-        vocab_size: int,
-        pad_id: int,
-        d_embed: int = 256,
-        d_hidden: int = 512,
-        num_layers: int = 1,
-        bidirectional: bool = True,
-        dropout: float = 0.1,
-        tie_embeddings: bool = False,
-    ) -> None:
-        super().__init__(
-            vocab_size, pad_id, d_embed, d_hidden, num_layers, bidirectional, dropout, tie_embeddings, None
-        )
+    def __init__(self, cfg: RNNConfig, vocab_size: int, pad_id: int) -> None:
+        super().__init__(cfg, vocab_size, pad_id, d_attention=None)
 
 
 class AttentionRNN(_RNNSeq2Seq):
     """Bahdanau et al. (2015): the same network with an additive-attention context per step."""
 
-    def __init__(
-        self,
-        vocab_size: int,
-        pad_id: int,
-        d_embed: int = 256,
-        d_hidden: int = 512,
-        num_layers: int = 1,
-        bidirectional: bool = True,
-        dropout: float = 0.1,
-        tie_embeddings: bool = False,
-        d_attention: int | None = None,
-    ) -> None:
-        super().__init__(
-            vocab_size,
-            pad_id,
-            d_embed,
-            d_hidden,
-            num_layers,
-            bidirectional,
-            dropout,
-            tie_embeddings,
-            d_attention or d_hidden,
-        )
+    def __init__(self, cfg: RNNConfig, vocab_size: int, pad_id: int) -> None:
+        if cfg.d_attention is None:  # RNNConfig fills it in for kind="rnn_attention"
+            raise ValueError("AttentionRNN needs an RNNConfig of kind 'rnn_attention'")
+        super().__init__(cfg, vocab_size, pad_id, d_attention=cfg.d_attention)
 
 
 __all__ = [

@@ -144,8 +144,8 @@ def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:
     if model.kind == "transformer":
         values |= {
             "num_heads": model.num_heads,
-            "d_k": model.head_dim,
-            "d_v": model.d_v or model.head_dim,
+            "d_k": model.d_k,
+            "d_v": model.d_v,
             "d_model": model.d_model,
             "d_ff": model.d_ff,
             "encoder_layers": model.num_encoder_layers,
@@ -160,7 +160,7 @@ def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:
             "bidirectional": model.bidirectional,
         }
         if model.kind == "rnn_attention":
-            values["d_attention"] = model.d_attention or model.d_hidden
+            values["d_attention"] = model.d_attention
     return {key: str(value).lower() if isinstance(value, bool) else value for key, value in values.items()}
 
 

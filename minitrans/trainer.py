@@ -35,18 +35,13 @@ from torch.utils.tensorboard import SummaryWriter
 
 from minitrans import distributed, reporting
 from minitrans.averaging import average_state_dicts
-from minitrans.checkpoint import (
-    CheckpointError,
-    check_same_run,
-    find_resume_checkpoint,
-    load_checkpoint,
-    save_checkpoint,
-)
+from minitrans.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from minitrans.config import ConfigError, TrainConfig
 from minitrans.data import collate
 from minitrans.interface import count_parameters
 from minitrans.models import build_model, build_model_for_weights, memory_bytes, model_bytes
 from minitrans.progress import TrainingProgress
+from minitrans.resume import AFRESH, check_same_run, find_resume_checkpoint, load_resume_checkpoint
 from minitrans.run_data import prepare_training_data
 from minitrans.run_folder import RunLock, clean_interrupted_saves
 from minitrans.summary import RunSummary, summary_line
@@ -65,7 +60,6 @@ from minitrans.utils import (
 )
 
 log = logging.getLogger(__name__)
-_AFRESH = "to start afresh: trainer.resume=false or a new run folder"
 
 
 class TrainingError(RuntimeError):
@@ -89,6 +83,14 @@ class TrainState:
     bad_steps: int = 0  # consecutive non-finite steps
     skipped_steps: int = 0
     train_seconds: float = 0.0
+
+
+def training_device(name: str) -> torch.device:
+    """``trainer.device`` as a torch device; one this machine lacks is a ConfigError naming the key."""
+    try:
+        return pick_device(name)
+    except ValueError as error:
+        raise ConfigError(f"trainer.device: {error}") from None
 
 
 def inverse_sqrt_schedule(warmup_steps: int, min_ratio: float = 0.0):
@@ -126,25 +128,15 @@ class Trainer:
         if tcfg.num_threads:
             torch.set_num_threads(tcfg.num_threads)
         seed_everything(cfg.seed)
-        self.device = distributed.local_device(pick_device(tcfg.device), self.dist)
-        resume_path = find_resume_checkpoint(self.ckpt_dir, tcfg.resume, tcfg.resume_from)
-        try:
-            payload = load_checkpoint(resume_path, map_location=self.device) if resume_path else None
-        except CheckpointError as error:
-            raise CheckpointError(f"{error} (to start afresh: trainer.resume=false or a new run folder)") from None
+        self.device = distributed.local_device(training_device(tcfg.device), self.dist)
+        resume_path = find_resume_checkpoint(self.ckpt_dir, tcfg)
+        payload = load_resume_checkpoint(resume_path, self.device)
         if payload is not None:
-            check_same_run(payload.get("config", {}), asdict(cfg), resume_path)
-            saved_seed = payload.get("config", {}).get("seed", cfg.seed)
-            if saved_seed != cfg.seed:  # the data order and every random stream follow the seed
-                raise ConfigError(
-                    f"seed: {resume_path} was trained with seed={saved_seed}, not {cfg.seed}; resume with "
-                    "the original seed, use a new run folder, or set trainer.resume=false"
-                )
-        if payload is not None:
+            check_same_run(payload.get("config", {}), cfg, resume_path)
             try:
                 Tokenizer.from_state(payload["tokenizer"])
             except (KeyError, TypeError, AttributeError, RuntimeError, OSError):
-                raise CheckpointError(f"{resume_path} holds no usable tokenizer; {_AFRESH}") from None
+                raise CheckpointError(f"{resume_path} holds no usable tokenizer; {AFRESH}") from None
         with distributed.InTurn(self.dist):  # one process per machine fills the caches
             data = prepare_training_data(cfg, payload["tokenizer"] if payload else None)
         self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
@@ -225,7 +217,7 @@ class Trainer:
         except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
             reason = (str(error).strip().splitlines() or [""])[0]
             raise CheckpointError(
-                f"{path} does not hold a usable training state ({type(error).__name__}: {reason}); {_AFRESH}"
+                f"{path} does not hold a usable training state ({type(error).__name__}: {reason}); {AFRESH}"
             ) from None
 
     def _restore_state(self, payload: dict, path: Path) -> None:

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from minitrans.attention import Dropout, MultiHeadAttention, make_padding_mask
+from minitrans.config import TransformerConfig
 from minitrans.interface import AttentionMaps, Seq2SeqModel, State
 
 
@@ -141,27 +142,12 @@ class DecoderLayer(nn.Module):
 class Transformer(Seq2SeqModel):
     """Encoder-decoder Transformer implementing the shared :class:`Seq2SeqModel` interface."""
 
-    def __init__(
-        self,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        pad_id: int,
-        d_model: int = 256,
-        num_heads: int = 4,
-        d_k: int | None = None,
-        d_v: int | None = None,
-        d_ff: int = 1024,
-        num_encoder_layers: int = 3,
-        num_decoder_layers: int = 3,
-        dropout: float = 0.1,
-        norm_first: bool = True,
-        max_len: int = 256,
-        share_embeddings: bool = False,
-        tie_output: bool = True,
-    ) -> None:
+    def __init__(self, cfg: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int, pad_id: int) -> None:
+        """Every size comes from ``cfg`` (whose defaults are the project's only ones, and whose
+        derived ``d_k`` / ``d_v`` are already filled in); the vocabularies from the tokenizer."""
         super().__init__()
-        d_k = d_k or d_model // num_heads
-        d_v = d_v or d_k
+        d_model, num_heads, d_k, d_v, d_ff = cfg.d_model, cfg.num_heads, cfg.d_k, cfg.d_v, cfg.d_ff
+        dropout, norm_first, share_embeddings = cfg.dropout, cfg.norm_first, cfg.share_embeddings
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError("share_embeddings needs one joint vocabulary for source and target")
         self.pad_id, self.d_model, self.norm_first = pad_id, d_model, norm_first
@@ -169,17 +155,17 @@ class Transformer(Seq2SeqModel):
         self.tgt_embed = (
             self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model, padding_idx=pad_id)
         )
-        self.positions = SinusoidalPositions(d_model, max_len)
+        self.positions = SinusoidalPositions(d_model, cfg.max_len)
         self.dropout = Dropout(dropout)
         layer_args = (d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(num_encoder_layers))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(num_decoder_layers))
+        self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(cfg.num_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(cfg.num_decoder_layers))
         # Pre-norm stacks end un-normalised; post-norm layers already end in a LayerNorm.
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.output = nn.Linear(d_model, tgt_vocab_size)
         self._reset_parameters()
-        if tie_output:
+        if cfg.tie_output:
             self.output.weight = self.tgt_embed.weight
 
     def _reset_parameters(self) -> None:

@@ -118,14 +118,13 @@ def pick_device(name: str = "auto") -> torch.device:
         if _has_mps():
             return torch.device("mps")
         return torch.device("cpu")
-    from minitrans.config import ConfigError
-
+    # ValueError, worded for any caller: the trainer names its key (trainer.device), scripts their flag
     if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("trainer.device: cuda was asked for, but torch sees no CUDA device")
+        raise ValueError("cuda was asked for, but torch sees no CUDA device")
     if name == "mps" and not _has_mps():
-        raise ConfigError("trainer.device: mps was asked for, but torch sees no Apple MPS device")
+        raise ValueError("mps was asked for, but torch sees no Apple MPS device")
     if name not in ("cpu", "cuda", "mps"):
-        raise ConfigError(f"trainer.device: unknown device {name!r} (auto, cpu, cuda or mps)")
+        raise ValueError(f"unknown device {name!r} (auto, cpu, cuda or mps)")
     return torch.device(name)
 
 

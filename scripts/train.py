@@ -26,7 +26,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from minitrans.config import ConfigError, check_command_line, register_configs, to_dataclass
+from minitrans.config import ConfigError
+from minitrans.hydra_config import check_command_line, register_configs, to_dataclass
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 log = logging.getLogger("minitrans")

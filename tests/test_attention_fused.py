@@ -15,6 +15,7 @@ from minitrans.attention import (
     make_padding_mask,
     scaled_dot_product_attention,
 )
+from minitrans.config import TransformerConfig
 from minitrans.transformer import Transformer
 
 PAD = 0
@@ -114,9 +115,16 @@ def test_reference_weights_have_zero_rows_where_nothing_may_be_attended():
 def test_transformer_paths_agree_in_training_mode_without_dropout(padded):
     """Whole model, train mode, dropout 0: fused vs reference logits and parameter gradients."""
     torch.manual_seed(2)
-    model = Transformer(
-        30, 30, PAD, d_model=16, num_heads=2, d_ff=32, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0
-    ).train()
+    cfg = TransformerConfig(
+        d_model=16,
+        num_heads=2,
+        d_ff=32,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dropout=0.0,
+        share_embeddings=False,
+    )
+    model = Transformer(cfg, 30, 30, PAD).train()
     src = torch.randint(4, 30, (3, 6))
     if padded:
         src[1, 3:] = PAD
@@ -138,9 +146,16 @@ def test_transformer_paths_agree_in_training_mode_without_dropout(padded):
 
 def test_source_without_padding_needs_no_mask():
     torch.manual_seed(3)
-    model = Transformer(
-        30, 30, PAD, d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0
-    ).eval()
+    cfg = TransformerConfig(
+        d_model=16,
+        num_heads=2,
+        d_ff=32,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        dropout=0.0,
+        share_embeddings=False,
+    )
+    model = Transformer(cfg, 30, 30, PAD).eval()
     src, tgt = torch.randint(4, 30, (2, 5)), torch.randint(4, 30, (2, 4))
     enc, _ = model.encode(src)
     assert enc["src_mask"] is None

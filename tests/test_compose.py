@@ -1,12 +1,22 @@
-"""Every config file composes into a valid typed configuration."""
+"""Every config file composes into a valid typed configuration and builds its model; the
+schemas are the one home of every default (a group file that restates one is refused)."""
 
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from minitrans.config import RNNConfig, TrainConfig, TransformerConfig, register_configs, to_dataclass
+from minitrans.config import (
+    DataConfig,
+    RNNConfig,
+    TrainConfig,
+    TrainerConfig,
+    TransformerConfig,
+)
+from minitrans.hydra_config import register_configs, to_dataclass
+from minitrans.models import VocabSizes, build_model
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 register_configs()
@@ -31,16 +41,68 @@ def test_every_model_and_data_config_composes(model, data):
     assert isinstance(cfg.model, TransformerConfig if model == "transformer" else RNNConfig)
     assert cfg.model.kind == model
     assert cfg.data.name == data
+    assert count(build(cfg)) > 0
+
+
+def build(cfg: TrainConfig):
+    """The model a composed config describes, as the trainer builds it (vocabulary: data.vocab_size)."""
+    size = cfg.data.vocab_size
+    return build_model(cfg.model, VocabSizes(size, size, is_joint=cfg.data.joint_vocab))
+
+
+def count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
 
 
 @pytest.mark.parametrize("experiment", options("experiment"))
 def test_every_experiment_composes(experiment):
     cfg = to_dataclass(compose_train([f"experiment={experiment}"]))
     assert isinstance(cfg, TrainConfig)
+    assert count(build(cfg)) > 0
 
 
 def test_d_k_is_its_own_knob():
     cfg = to_dataclass(compose_train(["model.num_heads=3", "model.d_k=24"]))
-    assert (cfg.model.num_heads, cfg.model.head_dim) == (3, 24)
+    assert (cfg.model.num_heads, cfg.model.d_k) == (3, 24)
     default = to_dataclass(compose_train([])).model
-    assert default.head_dim == default.d_model // default.num_heads
+    assert default.d_k == default.d_model // default.num_heads
+
+
+SCHEMAS = {"model": None, "data": DataConfig, "trainer": TrainerConfig}
+
+
+@pytest.mark.parametrize("group", sorted(SCHEMAS))
+def test_no_group_file_restates_a_schema_default(group):
+    """The schemas hold every default: a group file sets only what differs (and a model file
+    its kind), so a default cannot be changed in one place and silently kept in another."""
+    import yaml
+
+    for path in (CONF / group).glob("*.yaml"):
+        values = {k: v for k, v in (yaml.safe_load(path.read_text()) or {}).items() if k != "defaults"}
+        schema = SCHEMAS[group] or (TransformerConfig if values.get("kind") == "transformer" else RNNConfig)
+        defaults = {f.name: getattr(schema(kind=values["kind"]) if "kind" in values else schema(), f.name)
+                    for f in fields(schema)}  # fmt: skip
+        restated = {k: v for k, v in values.items() if k not in ("kind", "name") and defaults.get(k, object()) == v}
+        assert not restated, f"{path.name} restates schema defaults {restated}"
+
+
+def test_the_default_run_is_the_schemas_defaults():
+    """train.yaml with no overrides gives exactly the dataclasses' defaults (the generated
+    corpus's own settings aside): nothing about the default run is written twice."""
+    cfg = to_dataclass(compose_train([]))
+    assert asdict(cfg.model) == asdict(TransformerConfig())
+    assert asdict(cfg.trainer) == asdict(TrainerConfig())
+    assert asdict(cfg.data) == asdict(DataConfig(spm_model_type="bpe"))
+
+
+@pytest.mark.parametrize("model", options("model"))
+def test_derived_widths_are_recorded_in_the_config(model):
+    cfg = to_dataclass(compose_train([f"model={model}"])).model
+    if model == "transformer":
+        assert (cfg.d_k, cfg.d_v) == (cfg.d_model // cfg.num_heads, cfg.d_model // cfg.num_heads)
+        built = build(to_dataclass(compose_train([f"model={model}"])))
+        assert built.encoder_layers[0].self_attn.d_k == cfg.d_k
+    elif model == "rnn_attention":
+        assert cfg.d_attention == cfg.d_hidden
+    else:
+        assert cfg.d_attention is None  # the fixed-context RNN has no attention

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from minitrans.config import ConfigError, TrainerConfig, TransformerConfig, check_command_line
+from minitrans.config import ConfigError, TrainerConfig, TransformerConfig
+from minitrans.hydra_config import check_command_line
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
@@ -137,7 +138,7 @@ def test_impossible_values_are_refused_by_the_schemas():
         TrainerConfig(crash_at_step=0)
     with pytest.raises(ConfigError, match=r"^model\.num_heads: d_model=30 is not divisible"):
         TransformerConfig(d_model=30, num_heads=4)
-    assert TransformerConfig(d_model=30, num_heads=4, d_k=8).head_dim == 8  # explicit d_k: any head count
+    assert TransformerConfig(d_model=30, num_heads=4, d_k=8).d_k == 8  # explicit d_k: any head count
 
 
 @pytest.mark.parametrize(
@@ -211,7 +212,7 @@ def test_evaluate_refuses_a_negative_limit(capsys):
 def test_a_device_this_machine_lacks_is_a_config_error():
     import torch
 
-    from minitrans.utils import pick_device
+    from minitrans.trainer import training_device as pick_device
 
     if not torch.backends.mps.is_available():
         with pytest.raises(ConfigError, match="^trainer.device: mps was asked for"):

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from minitrans.config import RNNConfig, TransformerConfig
 from minitrans.data.batching import collate
 from minitrans.decoding import (
     beam_search,
@@ -27,15 +28,21 @@ from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from minitrans.transformer import Transformer
 
 VOCAB = 20
+# The sizes these tests were written for (the model constructors' former defaults: 3 + 3 layers,
+# separate source and target embeddings).
+OLD_SIZES = TransformerConfig(
+    d_model=16, num_heads=2, d_ff=32, num_encoder_layers=3, num_decoder_layers=3, dropout=0.0, max_len=64,
+    share_embeddings=False,
+)  # fmt: skip
 FAMILIES = ["transformer", "rnn", "rnn_attention"]
 
 
 def make_model(family: str, vocab: int = VOCAB) -> Seq2SeqModel:
     torch.manual_seed(0)
     if family == "transformer":
-        return Transformer(vocab, vocab, PAD_ID, d_model=16, num_heads=2, d_ff=32, dropout=0.0, max_len=64)
+        return Transformer(OLD_SIZES, vocab, vocab, PAD_ID)
     model_class = FixedContextRNN if family == "rnn" else AttentionRNN
-    return model_class(vocab, PAD_ID, d_embed=16, d_hidden=16, num_layers=2, dropout=0.0)
+    return model_class(RNNConfig(kind=family, d_embed=16, d_hidden=16, num_layers=2, dropout=0.0), vocab, PAD_ID)
 
 
 def reversal_pairs(count: int, generator: torch.Generator) -> list[tuple[list[int], list[int]]]:

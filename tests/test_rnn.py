@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from minitrans.config import RNNConfig
 from minitrans.interface import select_batch
 from minitrans.rnn import AttentionRNN, FixedContextRNN
 
@@ -16,16 +17,9 @@ MODELS = [FixedContextRNN, AttentionRNN]
 
 def make_model(cls, **overrides):
     torch.manual_seed(0)
-    kwargs = {
-        "vocab_size": VOCAB,
-        "pad_id": PAD,
-        "d_embed": 16,
-        "d_hidden": 24,
-        "num_layers": 2,
-        "dropout": 0.0,
-    }
-    kwargs |= overrides
-    return cls(**kwargs).eval()
+    sizes = {"d_embed": 16, "d_hidden": 24, "num_layers": 2, "dropout": 0.0} | overrides
+    kind = "rnn_attention" if cls is AttentionRNN else "rnn"
+    return cls(RNNConfig(kind=kind, **sizes), VOCAB, PAD).eval()
 
 
 def make_batch(batch=3, src_len=7, tgt_len=6, seed=1):

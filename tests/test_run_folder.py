@@ -33,7 +33,7 @@ def test_the_default_run_folder_is_claimed_through_the_resolver(tmp_path, monkey
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from minitrans.config import register_configs
+    from minitrans.hydra_config import register_configs
 
     monkeypatch.chdir(tmp_path)
     register_configs()

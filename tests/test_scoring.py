@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from minitrans.config import RNNConfig, TransformerConfig
 from minitrans.data.batching import collate
 from minitrans.decoding import beam_search_nbest, greedy_search
 from minitrans.interface import Seq2SeqModel
@@ -16,6 +17,12 @@ from minitrans.tokenizer import EOS_ID, PAD_ID
 from minitrans.transformer import Transformer
 
 VOCAB = 20
+# The sizes these tests were written for (the model constructors' former defaults: 3 + 3 layers,
+# separate source and target embeddings).
+OLD_SIZES = TransformerConfig(
+    d_model=16, num_heads=2, d_ff=32, num_encoder_layers=3, num_decoder_layers=3, dropout=0.0, max_len=64,
+    share_embeddings=False,
+)  # fmt: skip
 
 
 def reversal_batch(count: int, generator: torch.Generator):
@@ -31,10 +38,10 @@ def trained(request) -> Seq2SeqModel:
     """A tiny model, a few steps into a reversal task: unsure enough that searches differ."""
     torch.manual_seed(0)
     if request.param == "transformer":
-        model = Transformer(VOCAB, VOCAB, PAD_ID, d_model=16, num_heads=2, d_ff=32, dropout=0.0, max_len=64)
+        model = Transformer(OLD_SIZES, VOCAB, VOCAB, PAD_ID)
     else:
         kind = FixedContextRNN if request.param == "rnn" else AttentionRNN
-        model = kind(VOCAB, PAD_ID, d_embed=16, d_hidden=16, num_layers=1, dropout=0.0)
+        model = kind(RNNConfig(kind=request.param, d_embed=16, d_hidden=16, num_layers=1, dropout=0.0), VOCAB, PAD_ID)
     generator = torch.Generator().manual_seed(0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     for _ in range(20):

@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 from minitrans.compare import compare
-from minitrans.config import register_configs, to_dataclass
+from minitrans.hydra_config import register_configs, to_dataclass
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,6 +90,6 @@ def test_heads_dk_sweep_experiment_composes_and_sweeps_heads_and_d_k():
                         overrides=["experiment=heads_dk_sweep", f"model.num_heads={heads}", f"model.d_k={d_k}"],
                     )
                     train_cfg = to_dataclass(job)
-                    assert train_cfg.model.head_dim == d_k and train_cfg.model.d_model == 64
+                    assert train_cfg.model.d_k == d_k and train_cfg.model.d_model == 64
     finally:
         GlobalHydra.instance().clear()

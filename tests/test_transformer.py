@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from minitrans.attention import Dropout, MultiHeadAttention
+from minitrans.config import TransformerConfig
 from minitrans.transformer import SinusoidalPositions, Transformer
 
 PAD = 0
@@ -15,8 +16,8 @@ PAD = 0
 def tiny(norm_first=True, **kwargs) -> Transformer:
     torch.manual_seed(0)
     args = dict(d_model=32, num_heads=4, d_ff=64, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0)
-    args.update(kwargs)
-    return Transformer(40, 40, PAD, norm_first=norm_first, **args).eval()
+    args = dict(share_embeddings=False, norm_first=norm_first) | args | kwargs
+    return Transformer(TransformerConfig(**args), 40, 40, PAD).eval()
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -103,7 +104,6 @@ def test_the_model_computes_what_torch_nn_transformer_computes(norm_first):
 
     from minitrans.benchmark_training import TorchTransformer
     from minitrans.benchmark_training import build as build_benchmark_model
-    from minitrans.config import TransformerConfig
 
     torch.manual_seed(10)
     size = TransformerConfig(
@@ -126,7 +126,7 @@ def test_shared_and_tied_embeddings():
     untied = tiny(share_embeddings=False, tie_output=False)
     assert untied.src_embed is not untied.tgt_embed
     with pytest.raises(ValueError, match="joint vocabulary"):
-        Transformer(40, 50, PAD, share_embeddings=True)
+        Transformer(TransformerConfig(share_embeddings=True), 40, 50, PAD)
 
 
 @pytest.mark.parametrize("d_model", [8, 16])
@@ -156,16 +156,19 @@ def test_positions_are_sinusoids_and_bounded(d_model):
 def test_tiny_model_overfits_one_batch(norm_first):
     torch.manual_seed(0)
     model = Transformer(
+        TransformerConfig(
+            d_model=32,
+            num_heads=4,
+            d_ff=64,
+            num_encoder_layers=1,
+            num_decoder_layers=1,
+            dropout=0.0,
+            norm_first=norm_first,
+            share_embeddings=False,
+        ),
         30,
         30,
         PAD,
-        d_model=32,
-        num_heads=4,
-        d_ff=64,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        dropout=0.0,
-        norm_first=norm_first,
     )
     src = torch.randint(4, 30, (4, 6))
     tgt_out = torch.randint(4, 30, (4, 5))

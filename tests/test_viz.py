@@ -7,6 +7,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from minitrans.config import TransformerConfig
 from minitrans.tokenizer import Tokenizer
 from minitrans.transformer import Transformer
 from minitrans.translate import Translator
@@ -164,10 +165,11 @@ def tokenizer():
 
 def test_a_models_maps_match_the_token_axes(tokenizer):
     torch.manual_seed(0)
-    model = Transformer(
-        tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id, d_model=16, num_heads=2, d_ff=32,
-        num_encoder_layers=1, num_decoder_layers=2, dropout=0.0, max_len=64,
+    cfg = TransformerConfig(
+        d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=2, dropout=0.0, max_len=64,
+        share_embeddings=False,
     )  # fmt: skip
+    model = Transformer(cfg, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
     translator = Translator(model, tokenizer, max_len=64, device=torch.device("cpu"))
     src_ids = translator.encode(["the man reads ."])[0]
     tgt_ids = tokenizer.encode_tgt(["der Mann liest ."])[0]
