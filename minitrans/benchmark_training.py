@@ -2,16 +2,20 @@
 
 Both models get the same sizes, the same batches, the same embeddings (one table shared by
 source and target, tied to the output projection), sinusoidal positions, pre/post-norm,
-dropout, masks (source key padding, causal target, memory key padding) and loss (the
-trainer's label-smoothed cross-entropy), and the same step: forward, loss, backward, gradient
-clipping, Adam. They are timed in one process, taking turns batch by batch, so the drift of
+dropout, masks (source key padding, causal target, memory key padding), the same loss
+(label-smoothed cross-entropy summed over real target tokens, over the batch's target tokens)
+and the same update (gradient clipping, Adam with the same settings). minitrans trains with
+the trainer's own step (:func:`minitrans.train_step.train_step`: its fused loss, Adam's fused
+kernel); ``torch.nn.Transformer`` with the step PyTorch's defaults give (``F.cross_entropy``,
+``torch.optim.Adam``'s default kernel). Both run under the same precision (``--precision``:
+bfloat16 autocast on CUDA by default, float32 on the CPU). They are timed in one process, taking turns batch by batch, so the drift of
 a shared machine hits both alike; ratios are per repeat (a pass over the timed batches), then
 the median, from wall time and from process CPU time (steadier when others load the machine).
 
 Figures:
 - target tokens per second of training (real, non-pad target tokens / wall time);
-- model FLOPs utilisation: analytic training FLOPs per second over the float32 (bfloat16 on
-  CUDA) matrix-multiply rate measured in the same run (best of several big ``torch.mm``)::
+- model FLOPs utilisation: analytic training FLOPs per second over the float32 (bfloat16
+  under bfloat16 autocast) matrix-multiply rate measured in the same run (best of several big ``torch.mm``)::
 
       FLOPs/step = 6 · (matmul MACs per forward)
       matmul MACs = B·S·(Le·(4D² + 2DF) + Ld·2D²)            encoder layers, cross-attn K/V
@@ -45,13 +49,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from minitrans.config import MAX_VOCAB, TransformerConfig, cli_number
+from minitrans.config import MAX_VOCAB, PRECISIONS, TransformerConfig, cli_number
 from minitrans.data.batching import Batch
 from minitrans.models import VocabSizes, build_model
 from minitrans.tokenizer import PAD_ID
-from minitrans.train_step import make_optimizer, train_step
+from minitrans.train_step import autocast_dtype_for, make_optimizer, train_step
 from minitrans.transformer import SinusoidalPositions
 
 
@@ -183,12 +188,12 @@ def load_batches(data: str, vocab_size: int, batch_tokens: int, count: int, cach
     return batches, info
 
 
-# -- one training step: the trainer's own (minitrans.train_step) ----------------------------
-def make_step(model: nn.Module, device: torch.device):
+# -- one training step: the trainer's own (minitrans.train_step), and PyTorch's -------------
+def make_step(model: nn.Module, device: torch.device, precision: str = "auto"):
     """The trainer's step at a fixed learning rate: forward, loss, backward, clip, Adam, under
-    bfloat16 autocast on CUDA. The returned function takes a :class:`~minitrans.data.Batch`."""
+    ``trainer.precision``'s autocast. The returned function takes a :class:`~minitrans.data.Batch`."""
     optimizer = make_optimizer(model.parameters(), LR, BETAS)
-    autocast_dtype = torch.bfloat16 if device.type == "cuda" else None
+    autocast_dtype = autocast_dtype_for(precision, device)
 
     def step(batch) -> None:
         train_step(
@@ -202,6 +207,37 @@ def make_step(model: nn.Module, device: torch.device):
         )
 
     return step
+
+
+def make_reference_step(model: nn.Module, device: torch.device, precision: str = "auto"):
+    """The same update as PyTorch's defaults write it, for ``torch.nn.Transformer``:
+    ``F.cross_entropy`` over every position (padding ignored), ``torch.optim.Adam`` with its
+    default kernel, the same clipping, the same autocast."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=LR, betas=BETAS)
+    autocast_dtype = autocast_dtype_for(precision, device)
+
+    def step(batch) -> None:
+        model.train()
+        with torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16, enabled=autocast_dtype is not None):
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+            loss = F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(),  # (B·T, V)
+                batch.tgt_out.reshape(-1),
+                ignore_index=PAD_ID,
+                label_smoothing=LABEL_SMOOTHING,
+                reduction="sum",
+            )
+        optimizer.zero_grad(set_to_none=True)
+        (loss / batch.num_tgt_tokens).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_GRAD_NORM)
+        optimizer.step()
+
+    return step
+
+
+def step_for(name: str, model: nn.Module, device: torch.device, precision: str = "auto"):
+    """minitrans (and its compiled twin) train with the trainer's step; ``torch`` with PyTorch's."""
+    return (make_reference_step if name == "torch" else make_step)(model, device, precision)
 
 
 def synchronize(device: torch.device) -> None:
@@ -250,10 +286,10 @@ def training_flops(size: TransformerConfig, vocab_size: int, batch_size: int, sr
     return 6.0 * macs
 
 
-def matmul_rate(device: torch.device, n: int = 2048, repeats: int = 5) -> tuple[float, str]:
+def matmul_rate(device: torch.device, n: int = 2048, repeats: int = 5, dtype=None) -> tuple[float, str]:
     """Best FLOPs/s of an (n × n) @ (n × n) product (float32 on CPU, bfloat16 on CUDA), and how
     it was measured."""
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     if device.type == "cuda":
         n, repeats = max(n, 8192), max(repeats, 20)
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
@@ -311,7 +347,7 @@ def _memory_probe(spec_path: str) -> None:
     torch.manual_seed(0)
     batches = [Batch(s, i, o, n) for s, i, o, n in spec["batches"]]
     model = build(spec["name"], spec["vocab_size"], TransformerConfig(**spec["size"]))
-    step = make_step(model, torch.device("cpu"))
+    step = step_for(spec["name"], model, torch.device("cpu"), spec["precision"])
     _reset_peak_rss()
     before = _peak_rss_mib()
     for batch in batches:
@@ -319,11 +355,11 @@ def _memory_probe(spec_path: str) -> None:
     print(json.dumps({"before_mib": before, "peak_mib": _peak_rss_mib()}))
 
 
-def peak_memory_mib(name: str, size: TransformerConfig, vocab_size: int, batches, device) -> dict:
+def peak_memory_mib(name: str, size: TransformerConfig, vocab_size: int, batches, device, precision="auto") -> dict:
     if device.type == "cuda":
         torch.manual_seed(0)
         model = build(name, vocab_size, size).to(device)
-        step = make_step(model, device)
+        step = step_for(name, model, device, precision)
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         before = torch.cuda.memory_allocated(device)
@@ -338,7 +374,7 @@ def peak_memory_mib(name: str, size: TransformerConfig, vocab_size: int, batches
         spec_path = str(Path(tmp) / "spec.pt")
         fields = [(b.src, b.tgt_in, b.tgt_out, b.num_tgt_tokens) for b in batches]
         spec = {"name": name, "size": asdict(size), "vocab_size": vocab_size}
-        spec |= {"threads": torch.get_num_threads(), "batches": fields}
+        spec |= {"threads": torch.get_num_threads(), "batches": fields, "precision": precision}
         torch.save(spec, spec_path)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
         done = subprocess.run(
@@ -380,11 +416,11 @@ def benchmark_size(name: str, size: TransformerConfig, batches, vocab_size, opti
         torch.manual_seed(0)
         models[model_name] = build(model_name, vocab_size, size)
         models[model_name].to(device)
-        steps[model_name] = make_step(models[model_name], device)
+        steps[model_name] = step_for(model_name, models[model_name], device, options["precision"])
     if options.get("compile"):
         torch.manual_seed(0)
         compiled = build("minitrans", vocab_size, size).to(device)
-        steps["minitrans+compile"] = make_step(torch.compile(compiled, dynamic=True), device)
+        steps["minitrans+compile"] = make_step(torch.compile(compiled, dynamic=True), device, options["precision"])
         models["minitrans+compile"] = compiled
     on_device = [b.to(device) for b in batches]
     wall, cpu, warmup_seconds = time_interleaved(steps, on_device, options["warmup"], options["repeats"], device)
@@ -411,7 +447,9 @@ def benchmark_size(name: str, size: TransformerConfig, batches, vocab_size, opti
     }
     del models, steps
     if options["memory"]:
-        result["peak_memory"] = {n: peak_memory_mib(n, size, vocab_size, timed, device) for n in MODEL_NAMES}
+        result["peak_memory"] = {
+            n: peak_memory_mib(n, size, vocab_size, timed, device, options["precision"]) for n in MODEL_NAMES
+        }
     return result
 
 
@@ -439,6 +477,7 @@ def run_benchmark(
     cache_dir: str | None = "~/.cache/minitrans",
     checkpoint: str | None = None,
     quick: bool = False,
+    precision: str = "auto",
 ) -> dict:
     """Every figure of the benchmark, as a JSON-ready dict."""
     from minitrans.utils import pick_device
@@ -452,14 +491,16 @@ def run_benchmark(
     count = warmup + max(steps_by_size.values())
     batches, data_info = load_batches(data, vocab_size, batch_tokens, count, cache_dir)
     vocab_size = data_info["vocab_size"]
-    peak_before, matmul_settings = matmul_rate(device, n=512 if quick else 2048)
+    autocast_dtype = autocast_dtype_for(precision, device)
+    matmul_dtype = autocast_dtype or torch.float32
+    peak_before, matmul_settings = matmul_rate(device, n=512 if quick else 2048, dtype=matmul_dtype)
     options = {"warmup": warmup, "repeats": repeats, "dropout": dropout, "norm_first": norm_first}
-    options |= {"memory": memory, "compile": compile}
+    options |= {"memory": memory, "compile": compile, "precision": precision}
     results = []
     for name in sizes:
         chosen = batches[: warmup + steps_by_size[name]]
         results.append(benchmark_size(name, SIZES[name], chosen, vocab_size, options, device))
-    peak = max(peak_before, matmul_rate(device, n=512 if quick else 2048)[0])
+    peak = max(peak_before, matmul_rate(device, n=512 if quick else 2048, dtype=matmul_dtype)[0])
     for result in results:  # model FLOPs utilisation against the best matmul rate of the run
         result["mfu"] = {n: rate / peak for n, rate in result["flops_per_second"].items()}
     out = {
@@ -469,7 +510,7 @@ def run_benchmark(
             "threads": torch.get_num_threads(),
             "cpu_count": os.cpu_count(),
             "torch": torch.__version__,
-            "dtype": "bfloat16 autocast" if device.type == "cuda" else "float32",
+            "dtype": "bfloat16 autocast" if autocast_dtype is not None else "float32",
             "matmul_flops_per_second": peak,
             "matmul_settings": f"{matmul_settings}, at the start and the end of the run; the higher",
             "note": "absolute times are this machine's, at the time of the run",
@@ -484,7 +525,9 @@ def run_benchmark(
             "label_smoothing": LABEL_SMOOTHING,
             "optimizer": f"Adam(lr={LR}, betas={BETAS})",
             "clip_grad_norm": CLIP_GRAD_NORM,
-            "step": "minitrans.train_step: forward + loss + backward + clip + Adam; models take turns batch by batch",
+            "step": "forward + loss + backward + clip + Adam (minitrans: minitrans.train_step; torch: F.cross_entropy "
+            "and torch.optim.Adam's defaults); models take turns batch by batch",
+            "precision": precision,
             "memory_method": MEMORY_METHOD["cuda" if device.type == "cuda" else "cpu"] if memory else None,
         },
         "sizes": results,
@@ -600,6 +643,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--post-norm", action="store_true", help="post-norm layers (default pre-norm)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile'd minitrans")
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="as trainer.precision: auto (bf16 autocast on CUDA, else fp32), fp32 or bf16, for both models",
+    )
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda | mps (default auto)")
     parser.add_argument("--cache-dir", default="~/.cache/minitrans", help="where the Multi30k tokenizer is cached")
     parser.add_argument("--checkpoint", default=None, help="a run or checkpoint: add decoding-speed figures")
@@ -629,6 +678,7 @@ def main(argv: list[str] | None = None) -> dict:
         cache_dir=args.cache_dir,
         checkpoint=args.checkpoint,
         quick=args.quick,
+        precision=args.precision,
     )
     print(format_report(out))
     if args.json:

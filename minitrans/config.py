@@ -28,6 +28,9 @@ class ConfigError(ValueError):
     """A configuration value that cannot work; the message names the key."""
 
 
+PRECISIONS = ("auto", "fp32", "bf16")  # trainer.precision; see minitrans.train_step.autocast_dtype_for
+
+
 def _check(condition: bool, key: str, problem: str) -> None:
     if not condition:
         raise ConfigError(f"{key}: {problem}")
@@ -316,6 +319,7 @@ class TrainerConfig:
     device: str = "auto"  # auto | cpu | cuda | mps
     num_threads: int | None = None  # torch intra-op threads; None -> torch's default
     compile: bool = False  # torch.compile the model
+    precision: str = "auto"  # auto | fp32 | bf16: bf16 autocast with float32 weights; auto = bf16 on CUDA, else fp32
     max_bad_steps: int = 10  # consecutive non-finite steps before training stops
     resume: bool = True  # continue from the run folder's checkpoints/last.pt if there is one
     resume_from: str | None = None  # start from this training checkpoint (used when the run folder has none)
@@ -340,6 +344,11 @@ class TrainerConfig:
             check_range(f"trainer.{key}", getattr(self, key), low, high, optional=key in self._OPTIONAL)
         check_range("trainer.sample_sentences", self.sample_sentences, 0, 1000)
         check_range("trainer.lr", self.lr, 0, low_open=True)
+        _check(
+            self.precision in PRECISIONS,
+            "trainer.precision",
+            f"must be one of {', '.join(PRECISIONS)}, got {self.precision!r}",
+        )
         check_range("trainer.min_lr_ratio", self.min_lr_ratio, 0, 1)
         check_range("trainer.weight_decay", self.weight_decay, 0, 10)
         check_range("trainer.label_smoothing", self.label_smoothing, 0, 1, high_open=True)

@@ -47,7 +47,7 @@ from minitrans.run_folder import RunLock, clean_interrupted_saves
 from minitrans.summary import RunSummary, summary_line
 from minitrans.tblog import log_hparams, log_layout
 from minitrans.tokenizer import Tokenizer
-from minitrans.train_step import make_optimizer, train_step
+from minitrans.train_step import autocast_dtype_for, enable_tf32, load_optimizer_state, make_optimizer, train_step
 from minitrans.translate import Translator
 from minitrans.utils import (
     SignalReceived,
@@ -152,6 +152,9 @@ class Trainer:
             wrapped = DistributedDataParallel(self.model, device_ids=ids, broadcast_buffers=False)
         self.step_model = torch.compile(wrapped) if tcfg.compile else wrapped
         self.optimizer = make_optimizer(self.model.parameters(), tcfg.lr, tcfg.betas, tcfg.weight_decay)
+        self.autocast_dtype = autocast_dtype_for(tcfg.precision, self.device)  # None: float32
+        if self.autocast_dtype is not None:
+            enable_tf32(self.device)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, inverse_sqrt_schedule(tcfg.warmup_steps, tcfg.min_lr_ratio)
         )
@@ -222,7 +225,7 @@ class Trainer:
 
     def _restore_state(self, payload: dict, path: Path) -> None:
         self.model.load_state_dict(payload["model"])
-        self.optimizer.load_state_dict(payload["optimizer"])
+        load_optimizer_state(self.optimizer, payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
         self.state = TrainState(**payload["state"])
         for name, default in asdict(TrainState()).items():
@@ -259,6 +262,7 @@ class Trainer:
             label_smoothing=tcfg.label_smoothing,
             clip_grad_norm=tcfg.clip_grad_norm,
             scheduler=self.scheduler,
+            autocast_dtype=self.autocast_dtype,
             reduce_loss=lambda loss: distributed.all_reduce_sum(loss / world, self.dist),
         )
         if mean_loss is None:
@@ -299,11 +303,12 @@ class Trainer:
             self.writer = SummaryWriter(log_dir=str(self.out_dir), purge_step=state.step + 1)
             log_layout(self.writer)
             log.info(
-                "model %s: %s parameters; %d training pairs; device %s; %d process(es)",
+                "model %s: %s parameters; %d training pairs; device %s (%s); %d process(es)",
                 cfg.model.kind,
                 f"{self.num_params:,}",
                 len(self.src_ids),
                 self.device,
+                "bfloat16 autocast" if self.autocast_dtype is not None else "float32",
                 self.dist.world_size,
             )
         deadline = None if tcfg.max_minutes is None else tcfg.max_minutes * 60
