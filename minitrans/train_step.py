@@ -126,7 +126,6 @@ def train_step(
 
 
 __all__ = [
-    "PRECISIONS",
     "autocast_dtype_for",
     "enable_tf32",
     "load_optimizer_state",
