@@ -25,13 +25,14 @@ import json
 import os
 import pickle
 import pickletools
-import tempfile
 import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from minitrans.utils import atomic_file
 
 FORMAT = "minitrans-checkpoint"
 VERSION = 1
@@ -84,22 +85,13 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
     payload = {"format": FORMAT, "version": VERSION, **payload}
     if isinstance(payload.get("config"), dict) and "model" in payload["config"]:
         payload["model_config_sha256"] = model_config_digest(payload["config"])
-    handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "wb") as file:
+        with atomic_file(path) as file:
             torch.save(payload, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes it private; give it a normal file's mode
-        os.replace(tmp_name, path)
     except OSError as error:  # a full disk, a quota: one line, and the previous file stands
-        Path(tmp_name).unlink(missing_ok=True)
         raise CheckpointError(
             f"could not write {path}: {error.strerror or error}; the previous checkpoint there is intact"
         ) from None
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
     _fsync_dir(path.parent)
 
 
@@ -107,12 +99,6 @@ def model_config_digest(config: dict) -> str:
     """A digest of a checkpoint's model config, saved with its weights: an edit that leaves every
     weight's shape as it was (``num_heads`` with the default ``d_k``) still shows."""
     return hashlib.sha256(json.dumps(config["model"], sort_keys=True).encode()).hexdigest()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _fsync_dir(folder: Path) -> None:

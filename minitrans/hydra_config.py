@@ -85,7 +85,6 @@ def _reject_unknown_keys(given: dict, known: dict, prefix: str = "") -> None:
             _reject_unknown_keys(value, known[key], f"{prefix}{key}.")
 
 
-
 # -- checking a command line before Hydra runs it -------------------------------------------
 _HYDRA_FLAGS_WITH_VALUE = {
     "--config-path",

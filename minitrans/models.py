@@ -40,10 +40,6 @@ def build_model(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer | Vocab
     return model_class(cfg, tokenizer.src_vocab_size, tokenizer.pad_id)
 
 
-def max_positions(cfg: TransformerConfig | RNNConfig) -> int:
-    return cfg.max_len
-
-
 def model_bytes(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer) -> tuple[dict[str, tuple], int]:
     """The shapes of the weights the config describes, and the bytes of every parameter and
     buffer, found by building the model on the meta device (nothing is allocated)."""

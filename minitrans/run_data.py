@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from minitrans.data import TokenBatchSampler, tokenize_corpus
 from minitrans.data.corpus import PreparedCorpus, describe, prepare_corpus, tokenize_pairs
 from minitrans.data.token_ids import TokenIds
 from minitrans.tokenizer import Tokenizer
+from minitrans.utils import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +73,7 @@ def training_record(cfg: DataConfig, corpus: PreparedCorpus) -> TrainingRecord:
     record = TrainingRecord.from_sentences(sources, cfg.src_lang, cfg.tgt_lang, cfg.name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record.__dict__), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(record.__dict__))
     except OSError:
         pass  # a read-only cache only costs the counting next time
     return record

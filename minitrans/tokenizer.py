@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import sentencepiece as spm
+
+from minitrans.utils import write_atomic
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
@@ -119,9 +120,7 @@ class Tokenizer:
             else {"src.model": self.src_proto, "tgt.model": self.tgt_proto}
         )
         for name, proto in files.items():
-            with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".tmp") as handle:
-                handle.write(proto)
-            os.replace(handle.name, folder / name)
+            write_atomic(folder / name, proto)
 
     @classmethod
     def load(cls, folder: str | Path) -> Tokenizer:

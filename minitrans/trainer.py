@@ -26,6 +26,7 @@ import math
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -85,6 +86,17 @@ class TrainState:
     train_seconds: float = 0.0
 
 
+def crash_after(step: int) -> Callable[[TrainState], None]:
+    """A step hook for ``trainer.crash_at_step``, a testing aid: SIGKILL this process right after
+    ``step``, as a crash would (the resume tests need a run that dies without a chance to save)."""
+
+    def hook(state: TrainState) -> None:
+        if state.step == step:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
 def training_device(name: str) -> torch.device:
     """``trainer.device`` as a torch device; one this machine lacks is a ConfigError naming the key."""
     try:
@@ -124,26 +136,54 @@ class Trainer:
             raise
 
     def _setup(self) -> None:
+        """Device, resume checkpoint, data, model and optimizer, in this order (the order the
+        random generators are drawn in: a resumed run replays it exactly)."""
         cfg, tcfg = self.cfg, self.cfg.trainer
         if tcfg.num_threads:
             torch.set_num_threads(tcfg.num_threads)
         seed_everything(cfg.seed)
         self.device = distributed.local_device(training_device(tcfg.device), self.dist)
-        resume_path = find_resume_checkpoint(self.ckpt_dir, tcfg)
+        resume_path, payload = self._resume_checkpoint()
+        self._prepare_data(payload)
+        self._build_training(payload, resume_path)
+        self.state = TrainState()
+        self.writer: SummaryWriter | None = None
+        self.window_tokens, self.window_seconds = 0, 0.0  # throughput since the last log line
+        # called with the state after every optimizer step; trainer.crash_at_step installs the
+        # testing aid here, so the loop itself knows nothing of it
+        self.step_hooks: list[Callable[[TrainState], None]] = []
+        if tcfg.crash_at_step is not None:
+            self.step_hooks.append(crash_after(tcfg.crash_at_step))
+        if self.dist.rank > 0:  # its own dropout stream (the initial weights come from rank 0)
+            seed_everything(cfg.seed + self.dist.rank)
+        if payload is not None:
+            self._restore(payload, resume_path)
+
+    def _resume_checkpoint(self) -> tuple[Path | None, dict | None]:
+        """The checkpoint this run continues from (see :mod:`minitrans.resume`), checked."""
+        resume_path = find_resume_checkpoint(self.ckpt_dir, self.cfg.trainer)
         payload = load_resume_checkpoint(resume_path, self.device)
         if payload is not None:
-            check_same_run(payload.get("config", {}), cfg, resume_path)
+            check_same_run(payload.get("config", {}), self.cfg, resume_path)
             try:
                 Tokenizer.from_state(payload["tokenizer"])
             except (KeyError, TypeError, AttributeError, RuntimeError, OSError):
                 raise CheckpointError(f"{resume_path} holds no usable tokenizer; {AFRESH}") from None
+        return resume_path, payload
+
+    def _prepare_data(self, payload: dict | None) -> None:
         with distributed.InTurn(self.dist):  # one process per machine fills the caches
-            data = prepare_training_data(cfg, payload["tokenizer"] if payload else None)
+            data = prepare_training_data(self.cfg, payload["tokenizer"] if payload else None)
         self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
         self.src_ids, self.tgt_ids, self.record = data.src_ids, data.tgt_ids, data.record
         self.data_report = data.report
         if self.dist.is_main:
             self.tokenizer.save(self.out_dir / "tokenizer")
+
+    def _build_training(self, payload: dict | None, resume_path: Path | None) -> None:
+        """The model (wrapped for DDP and torch.compile as configured), optimizer, schedule and
+        the Translator that validation decodes with."""
+        cfg, tcfg = self.cfg, self.cfg.trainer
         self.model = self._build_model(payload, resume_path).to(self.device)
         self.num_params = count_parameters(self.model)
         wrapped = self.model
@@ -159,13 +199,6 @@ class Trainer:
             self.optimizer, inverse_sqrt_schedule(tcfg.warmup_steps, tcfg.min_lr_ratio)
         )
         self.translator = Translator(self.model, self.tokenizer, cfg.model.max_len, self.device)
-        self.state = TrainState()
-        self.writer: SummaryWriter | None = None
-        self.window_tokens, self.window_seconds = 0, 0.0  # throughput since the last log line
-        if self.dist.rank > 0:  # its own dropout stream (the initial weights come from rank 0)
-            seed_everything(cfg.seed + self.dist.rank)
-        if payload is not None:
-            self._restore(payload, resume_path)
 
     def _build_model(self, payload: dict | None, path: Path | None):
         """The configured model, once it is known to fit: in memory with its gradients and
@@ -340,8 +373,9 @@ class Trainer:
                     is_eval = finished or (loss is not None and state.step % tcfg.eval_every == 0)
                     if is_eval or (loss is not None and state.step % checkpoint_every == 0):
                         self._evaluate_and_checkpoint(is_eval)
-                    if loss is not None and state.step == tcfg.crash_at_step:  # testing aid: die as a crash would
-                        os.kill(os.getpid(), signal.SIGKILL)
+                    if loss is not None:
+                        for hook in self.step_hooks:
+                            hook(state)
                     if finished and not stop_now:  # a signal during the last evaluation is honoured too
                         (stop_now,) = distributed.any_rank([stop.signal is not None], self.dist, self.device)
                     if stop_now:

@@ -12,15 +12,18 @@ import numpy as np
 import torch
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
-    """Write through a temporary file in the same folder, fsync, and a rename over ``path``: a
-    full disk or a kill leaves the old file (or none), never a partial one."""
+@contextmanager
+def atomic_file(path: str | os.PathLike):
+    """A binary file to write ``path`` through: a temporary file in the same folder, flushed,
+    fsynced and renamed over ``path`` when the block ends; a full disk, an exception or a kill
+    leaves the old file (or none), never a partial one. The one atomic write of the project
+    (checkpoints, summary.json, hypotheses, tokenizer models, caches)."""
     path = os.fspath(path)
     folder, name = os.path.split(os.path.abspath(path))
     handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
-            file.write(data.encode("utf-8") if isinstance(data, str) else data)
+            yield file
             file.flush()
             os.fsync(file.fileno())
         mask = os.umask(0)
@@ -31,6 +34,12 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through :func:`atomic_file`."""
+    with atomic_file(path) as file:
+        file.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def seed_everything(seed: int) -> None:

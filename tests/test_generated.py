@@ -13,18 +13,6 @@ from collections import Counter
 import pytest
 
 from minitrans.data.generated import (
-    ACC,
-    ADJECTIVES,
-    ADVERBS,
-    COORDINATORS,
-    DAT,
-    DETERMINERS,
-    LEXICON_SIZE,
-    NOM,
-    NOUNS,
-    PREPOSITIONS,
-    SUBORDINATORS,
-    VERBS,
     Clause,
     MainClause,
     NounPhrase,
@@ -40,6 +28,20 @@ from minitrans.data.generated import (
     noun_phrase_de,
     noun_phrase_en,
     render,
+)
+from minitrans.data.lexicon import (
+    ACC,
+    ADJECTIVES,
+    ADVERBS,
+    COORDINATORS,
+    DAT,
+    DETERMINERS,
+    LEXICON_SIZE,
+    NOM,
+    NOUNS,
+    PREPOSITIONS,
+    SUBORDINATORS,
+    VERBS,
 )
 
 _PLURALS = {noun.en_pl: noun for noun in NOUNS.values()}
