@@ -35,29 +35,32 @@ Figures:
 from __future__ import annotations
 
 import json
-import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import warnings
 from dataclasses import asdict, replace
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import nn
 
+from minitrans.benchmark_batches import load_batches
+from minitrans.benchmark_measure import (
+    device_name,
+    matmul_rate,
+    peak_rss_mib,
+    reset_peak_rss,
+    time_interleaved,
+    training_flops,
+)
+from minitrans.benchmark_reference import MODEL_NAMES, build
 from minitrans.config import MAX_VOCAB, PRECISIONS, TransformerConfig, cli_number
 from minitrans.data.batching import Batch
-from minitrans.models import VocabSizes, build_model
 from minitrans.tokenizer import PAD_ID
 from minitrans.train_step import autocast_dtype_for, make_optimizer, train_step
-from minitrans.transformer import SinusoidalPositions
 
 
 def _size(d_model: int, num_heads: int, d_ff: int, layers: int) -> TransformerConfig:
@@ -71,121 +74,7 @@ SIZES = {
     "small": _size(256, 8, 1024, 3),  # Multi30k-sized
     "large": _size(512, 8, 2048, 6),  # Transformer-base
 }
-MODEL_NAMES = ("minitrans", "torch")
 LR, BETAS, LABEL_SMOOTHING, CLIP_GRAD_NORM = 1e-4, (0.9, 0.98), 0.1, 1.0  # a fixed rate: no schedule to time
-
-
-# -- the reference: torch.nn.Transformer inside the same embeddings and output layer ------------
-class TorchTransformer(nn.Module):
-    """``torch.nn.Transformer`` with minitrans' embeddings, positions and tied output layer."""
-
-    def __init__(self, vocab_size: int, pad_id: int, size: TransformerConfig) -> None:
-        super().__init__()
-        self.pad_id, self.d_model = pad_id, size.d_model
-        self.embed = nn.Embedding(vocab_size, size.d_model, padding_idx=pad_id)
-        self.positions = SinusoidalPositions(size.d_model, size.max_len)
-        self.dropout = nn.Dropout(size.dropout)
-        with warnings.catch_warnings():  # the nested-tensor fast path is for inference only
-            warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
-            self.core = nn.Transformer(
-                size.d_model,
-                size.num_heads,
-                size.num_encoder_layers,
-                size.num_decoder_layers,
-                size.d_ff,
-                size.dropout,
-                batch_first=True,
-                norm_first=size.norm_first,
-            )
-        self.output = nn.Linear(size.d_model, vocab_size)
-        self.output.weight = self.embed.weight
-
-    def _embed(self, tokens: Tensor) -> Tensor:
-        return self.dropout(self.embed(tokens) * math.sqrt(self.d_model) + self.positions(tokens.shape[1]))
-
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        src_padding = src == self.pad_id  # (B, S), torch: True = ignore
-        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1], device=src.device)  # (T, T)
-        out = self.core(
-            self._embed(src),
-            self._embed(tgt_in),
-            tgt_mask=causal,
-            src_key_padding_mask=src_padding,
-            memory_key_padding_mask=src_padding,
-            tgt_is_causal=True,
-        )
-        return self.output(out)  # (B, T, V)
-
-
-def build(name: str, vocab_size: int, size: TransformerConfig) -> nn.Module:
-    """The minitrans Transformer as the trainer builds it (one joint vocabulary), or its twin."""
-    if name == "torch":
-        return TorchTransformer(vocab_size, PAD_ID, size)
-    return build_model(size, VocabSizes(vocab_size, vocab_size, PAD_ID, is_joint=True))
-
-
-# -- batches ------------------------------------------------------------------------------
-def multi30k_ids(vocab_size: int, cache_dir: str | None) -> tuple[list, list, str, int]:
-    from minitrans.data.multi30k import load_multi30k
-    from minitrans.tokenizer import Tokenizer
-
-    train = load_multi30k(splits="train")["train"]
-    tokenizer = Tokenizer.train(train["src"], train["tgt"], vocab_size, cache_dir=cache_dir)
-    src, tgt = tokenizer.encode_src(train["src"]), tokenizer.encode_tgt(train["tgt"])
-    description = f"Multi30k train de→en ({len(src)} pairs), SentencePiece unigram, joint vocabulary"
-    return src, tgt, description, tokenizer.src_vocab_size
-
-
-def synthetic_ids(vocab_size: int, num_pairs: int = 29000, seed: int = 0) -> tuple[list, list, str, int]:
-    """Random tokens with Multi30k-like lengths (source ≈ 16 ± 6 subwords, target ≈ 0.9×)."""
-    rng = np.random.default_rng(seed)
-    src_len = np.clip(rng.normal(16, 6, num_pairs).round(), 3, 60).astype(int)
-    tgt_len = np.clip((src_len * rng.normal(0.9, 0.15, num_pairs)).round(), 2, 60).astype(int)
-    src = [rng.integers(4, vocab_size, n).tolist() for n in src_len]
-    tgt = [rng.integers(4, vocab_size, n).tolist() for n in tgt_len]
-    return src, tgt, f"synthetic random tokens ({num_pairs} pairs, Multi30k-like lengths)", vocab_size
-
-
-def one_side_padding(batches: list[list[int]], lengths) -> float:
-    """Share of padded positions on one side (source or target) of these batches."""
-    lengths = np.asarray(lengths)
-    real = sum(int(lengths[b].sum()) for b in batches)
-    return 1.0 - real / max(sum(len(b) * int(lengths[b].max()) for b in batches), 1)
-
-
-def load_batches(data: str, vocab_size: int, batch_tokens: int, count: int, cache_dir: str | None, seed: int = 0):
-    """``count`` batches of one shuffled epoch, and the figures of that whole epoch."""
-    from minitrans.data.batching import TokenBatchSampler, collate, padding_fraction
-
-    if data == "auto":
-        from minitrans.data.multi30k import DEFAULT_ROOT
-
-        data = (
-            "multi30k"
-            if (DEFAULT_ROOT / "train.de.gz").exists() or (DEFAULT_ROOT / "train.de").exists()
-            else "synthetic"
-        )
-    if data == "multi30k":
-        src, tgt, description, vocab_size = multi30k_ids(vocab_size, cache_dir)
-    else:
-        src, tgt, description, vocab_size = synthetic_ids(vocab_size, seed=seed)
-    src_lengths, tgt_lengths = [len(s) for s in src], [len(t) for t in tgt]
-    epoch = TokenBatchSampler(src_lengths, tgt_lengths, batch_tokens, seed=seed).batches(0)
-    chosen = epoch[:count]
-    batches = [collate([src[i] for i in b], [tgt[i] for i in b]) for b in chosen]
-    info = {
-        "source": data,
-        "description": description,
-        "vocab_size": vocab_size,
-        "batch_tokens": batch_tokens,
-        "batches_per_epoch": len(epoch),
-        "padding_fraction": padding_fraction(epoch, src_lengths, tgt_lengths),
-        "source_padding_fraction": one_side_padding(epoch, src_lengths),
-        "target_padding_fraction": one_side_padding(epoch, np.asarray(tgt_lengths) + 1),  # + BOS / EOS
-        "mean_sentences_per_batch": float(np.mean([len(b) for b in epoch])),
-        "mean_target_tokens_per_batch": float(np.mean([sum(tgt_lengths[i] + 1 for i in b) for b in epoch])),
-    }
-    return batches, info
 
 
 # -- one training step: the trainer's own (minitrans.train_step), and PyTorch's -------------
@@ -240,106 +129,7 @@ def step_for(name: str, model: nn.Module, device: torch.device, precision: str =
     return (make_reference_step if name == "torch" else make_step)(model, device, precision)
 
 
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_interleaved(steps: dict, batches: list, warmup: int, repeats: int, device) -> tuple[dict, dict, dict]:
-    """Wall and process CPU seconds per pass over ``batches[warmup:]`` for each model (one list
-    entry per repeat), and the wall seconds of each model's warm-up (compilation included).
-
-    The models take turns batch by batch, in an order that rotates, so a shared machine's drift
-    reaches every model alike. CPU time (all threads of this process) counts none of the time
-    other processes hold the cores, so on a busy machine it is the steadier of the two."""
-    names = list(steps)
-    warmup_seconds = {}
-    for name in names:
-        started = time.perf_counter()
-        for batch in batches[:warmup]:
-            steps[name](batch)
-        synchronize(device)
-        warmup_seconds[name] = time.perf_counter() - started
-    wall = {name: [0.0] * repeats for name in names}
-    cpu = {name: [0.0] * repeats for name in names}
-    turn = 0
-    for repeat in range(repeats):
-        for batch in batches[warmup:]:
-            order = names[turn % len(names) :] + names[: turn % len(names)]
-            turn += 1
-            for name in order if turn % 2 else order[::-1]:
-                started, started_cpu = time.perf_counter(), time.process_time()
-                steps[name](batch)
-                synchronize(device)
-                wall[name][repeat] += time.perf_counter() - started
-                cpu[name][repeat] += time.process_time() - started_cpu
-    return wall, cpu, warmup_seconds
-
-
-# -- FLOPs and the machine's matmul rate ------------------------------------------------------
-def training_flops(size: TransformerConfig, vocab_size: int, batch_size: int, src_len: int, tgt_len: int) -> float:
-    """Analytic FLOPs of one training step on a padded (B, S) / (B, T) batch (see module doc)."""
-    d, f, le, ld = size.d_model, size.d_ff, size.num_encoder_layers, size.num_decoder_layers
-    macs = batch_size * src_len * (le * (4 * d * d + 2 * d * f) + ld * 2 * d * d)
-    macs += batch_size * tgt_len * (ld * (6 * d * d + 2 * d * f) + d * vocab_size)
-    macs += 2 * batch_size * d * (le * src_len**2 + ld * (tgt_len**2 + tgt_len * src_len))
-    return 6.0 * macs
-
-
-def matmul_rate(device: torch.device, n: int = 2048, repeats: int = 5, dtype=None) -> tuple[float, str]:
-    """Best FLOPs/s of an (n × n) @ (n × n) product (float32 on CPU, bfloat16 on CUDA), and how
-    it was measured."""
-    dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
-    if device.type == "cuda":
-        n, repeats = max(n, 8192), max(repeats, 20)
-    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    torch.mm(a, b)
-    best = math.inf
-    for _ in range(repeats):
-        synchronize(device)
-        started = time.perf_counter()
-        torch.mm(a, b)
-        synchronize(device)
-        best = min(best, time.perf_counter() - started)
-    return 2 * n**3 / best, f"best of {repeats} torch.mm of {n}×{n} {str(dtype).removeprefix('torch.')}"
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine() or "cpu"
-
-
 # -- peak memory -------------------------------------------------------------------------------
-def _reset_peak_rss() -> None:
-    """Linux: set the peak resident set (VmHWM) back to the current one ("5" > clear_refs)."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
-
-
-def _peak_rss_mib() -> float:
-    """Peak resident set of this process: VmHWM on Linux (per address space, so a fresh
-    subprocess does not inherit its parent's peak as ``ru_maxrss`` does), else ``ru_maxrss``."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 2**10  # kB
-    except OSError:
-        pass
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB elsewhere
-
-
 def _memory_probe(spec_path: str) -> None:
     """Subprocess body: build one model, then report the peak RSS before and after training steps."""
     spec = torch.load(spec_path, weights_only=True)  # plain values and tensors only
@@ -348,11 +138,11 @@ def _memory_probe(spec_path: str) -> None:
     batches = [Batch(s, i, o, n) for s, i, o, n in spec["batches"]]
     model = build(spec["name"], spec["vocab_size"], TransformerConfig(**spec["size"]))
     step = step_for(spec["name"], model, torch.device("cpu"), spec["precision"])
-    _reset_peak_rss()
-    before = _peak_rss_mib()
+    reset_peak_rss()
+    before = peak_rss_mib()
     for batch in batches:
         step(batch)
-    print(json.dumps({"before_mib": before, "peak_mib": _peak_rss_mib()}))
+    print(json.dumps({"before_mib": before, "peak_mib": peak_rss_mib()}))
 
 
 def peak_memory_mib(name: str, size: TransformerConfig, vocab_size: int, batches, device, precision="auto") -> dict:
@@ -686,4 +476,4 @@ def main(argv: list[str] | None = None) -> dict:
     return out
 
 
-__all__ = ["SIZES", "TorchTransformer", "build", "main", "run_benchmark", "training_flops"]
+__all__ = ["SIZES", "main", "make_step", "run_benchmark"]

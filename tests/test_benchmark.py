@@ -10,7 +10,9 @@ import torch
 from torch import nn
 
 from minitrans import benchmark_training as bench
-from minitrans.benchmark_training import SIZES, TorchTransformer, build, training_flops
+from minitrans.benchmark_measure import training_flops
+from minitrans.benchmark_reference import TorchTransformer, build
+from minitrans.benchmark_training import SIZES
 from minitrans.config import TransformerConfig
 
 

@@ -102,8 +102,8 @@ def test_the_model_computes_what_torch_nn_transformer_computes(norm_first):
     oracle for residuals, layer norms, pre-/post-norm order, feed-forward, embeddings, positions)."""
     from test_benchmark import copy_weights_into_twin
 
-    from minitrans.benchmark_training import TorchTransformer
-    from minitrans.benchmark_training import build as build_benchmark_model
+    from minitrans.benchmark_reference import TorchTransformer
+    from minitrans.benchmark_reference import build as build_benchmark_model
 
     torch.manual_seed(10)
     size = TransformerConfig(
