@@ -292,6 +292,23 @@ class DecodingOptions:
         )
 
 
+def add_decoding_flags(parser) -> None:
+    """The command-line tools' --length-penalty and --max-output-ratio, with DecodingOptions'
+    defaults and the shared ranges (translate.py and evaluate.py take them alike)."""
+    parser.add_argument(
+        "--length-penalty",
+        type=cli_number(float, *LENGTH_PENALTY_RANGE),
+        default=DecodingOptions.length_penalty,
+        help=f"beam search's alpha (default {DecodingOptions.length_penalty})",
+    )
+    parser.add_argument(
+        "--max-output-ratio",
+        type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
+        default=DecodingOptions.max_output_ratio,
+        help="output tokens <= ratio * source + 10",
+    )
+
+
 @dataclass
 class TrainerConfig:
     max_steps: int = 3000  # optimizer steps; the run also stops at max_minutes

@@ -27,7 +27,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from sacrebleu.metrics import BLEU, CHRF
 
 from minitrans.checkpoint import CheckpointError, resolve_checkpoint
-from minitrans.config import BEAM_RANGE, LENGTH_PENALTY_RANGE, MAX_OUTPUT_RATIO_RANGE, DecodingOptions, cli_number
+from minitrans.config import (
+    BEAM_RANGE,
+    DecodingOptions,
+    add_decoding_flags,
+    cli_number,
+)
 from minitrans.ct2 import is_exported, load_translator
 from minitrans.data.corpus import load_run_split
 from minitrans.metrics import bleu_by_length, corpus_scores
@@ -77,18 +82,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "-b", "--beam", type=cli_number(int, *BEAM_RANGE), default=1, help="beam size; 1 = greedy (default)"
     )
-    parser.add_argument(
-        "--length-penalty",
-        type=cli_number(float, *LENGTH_PENALTY_RANGE),
-        default=DecodingOptions.length_penalty,
-        help=f"beam search's alpha (default {DecodingOptions.length_penalty})",
-    )
-    parser.add_argument(
-        "--max-output-ratio",
-        type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
-        default=DecodingOptions.max_output_ratio,
-        help="output tokens <= ratio * source + 10",
-    )
+    add_decoding_flags(parser)  # --length-penalty, --max-output-ratio
     parser.add_argument(
         "--data-root", help="the corpus' folder or file (default: the run's data.root, or data.path for data=hf)"
     )

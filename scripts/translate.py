@@ -27,10 +27,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from minitrans.checkpoint import CheckpointError
 from minitrans.config import (
     BEAM_RANGE,
-    LENGTH_PENALTY_RANGE,
-    MAX_OUTPUT_RATIO_RANGE,
     MAX_POSITIONS,
     DecodingOptions,
+    add_decoding_flags,
     cli_number,
 )
 from minitrans.coverage import language_name
@@ -66,18 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--score-reference", metavar="FILE", help="score the translations in FILE (one per input line) instead"
     )
     parser.add_argument("--info", action="store_true", help="describe the model (languages, corpus, BLEU) and exit")
-    parser.add_argument(
-        "--length-penalty",
-        type=cli_number(float, *LENGTH_PENALTY_RANGE),
-        default=DecodingOptions.length_penalty,
-        help=f"beam search's alpha (default {DecodingOptions.length_penalty})",
-    )
-    parser.add_argument(
-        "--max-output-ratio",
-        type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
-        default=DecodingOptions.max_output_ratio,
-        help="output tokens <= ratio * source + 10",
-    )
+    add_decoding_flags(parser)  # --length-penalty, --max-output-ratio
     parser.add_argument(
         "--max-output-len",
         type=cli_number(int, 1, MAX_POSITIONS),
