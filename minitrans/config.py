@@ -23,6 +23,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from minitrans.schedule import SCHEDULES
+
 
 class ConfigError(ValueError):
     """A configuration value that cannot work; the message names the key."""
@@ -318,8 +320,9 @@ class TrainerConfig:
     # (1e-3: valid BLEU 21 after 500 steps; 3e-3: 53).
     batch_tokens: int = 2048  # source + target subwords per batch, before padding
     lr: float = 3e-3  # peak learning rate, reached after warmup_steps
-    warmup_steps: int = 300  # steps of linear warm-up, then inverse-square-root decay
-    min_lr_ratio: float = 0.0  # floor of the inverse-square-root decay, as a fraction of lr
+    warmup_steps: int = 300  # steps of linear warm-up, then the schedule's decay
+    schedule: str = "inverse_sqrt"  # decay after warm-up: inverse_sqrt | linear | cosine (to min_lr_ratio at max_steps)
+    min_lr_ratio: float = 0.0  # floor of the decay, as a fraction of lr
     betas: list[float] = field(default_factory=lambda: [0.9, 0.98])  # Adam's beta1, beta2
     weight_decay: float = 0.0  # Adam's L2 weight decay
     label_smoothing: float = 0.1  # training loss: label-smoothed cross-entropy (0 = plain)
@@ -365,6 +368,11 @@ class TrainerConfig:
             self.precision in PRECISIONS,
             "trainer.precision",
             f"must be one of {', '.join(PRECISIONS)}, got {self.precision!r}",
+        )
+        _check(
+            self.schedule in SCHEDULES,
+            "trainer.schedule",
+            f"must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}",
         )
         check_range("trainer.min_lr_ratio", self.min_lr_ratio, 0, 1)
         check_range("trainer.weight_decay", self.weight_decay, 0, 10)

@@ -22,7 +22,6 @@ nondeterministic. Under torchrun the same code trains with DistributedDataParall
 from __future__ import annotations
 
 import logging
-import math
 import os
 import signal
 import time
@@ -45,6 +44,7 @@ from minitrans.progress import TrainingProgress
 from minitrans.resume import AFRESH, check_same_run, find_resume_checkpoint, load_resume_checkpoint
 from minitrans.run_data import prepare_training_data
 from minitrans.run_folder import RunLock, clean_interrupted_saves
+from minitrans.schedule import inverse_sqrt_schedule, lr_factor  # noqa: F401 (inverse_sqrt_schedule: re-exported)
 from minitrans.summary import RunSummary, summary_line
 from minitrans.tblog import log_hparams, log_layout
 from minitrans.tokenizer import Tokenizer
@@ -103,18 +103,6 @@ def training_device(name: str) -> torch.device:
         return pick_device(name)
     except ValueError as error:
         raise ConfigError(f"trainer.device: {error}") from None
-
-
-def inverse_sqrt_schedule(warmup_steps: int, min_ratio: float = 0.0):
-    """Linear warm-up to the peak, then decay with 1/sqrt(step) (Vaswani et al., 2017)."""
-
-    def factor(step: int) -> float:
-        step = max(step, 1)
-        if step < warmup_steps:
-            return step / warmup_steps
-        return max(math.sqrt(max(warmup_steps, 1) / step), min_ratio)
-
-    return factor
 
 
 class Trainer:
@@ -196,7 +184,7 @@ class Trainer:
         if self.autocast_dtype is not None:
             enable_tf32(self.device)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, inverse_sqrt_schedule(tcfg.warmup_steps, tcfg.min_lr_ratio)
+            self.optimizer, lr_factor(tcfg.schedule, tcfg.warmup_steps, tcfg.max_steps, tcfg.min_lr_ratio)
         )
         self.translator = Translator(self.model, self.tokenizer, cfg.model.max_len, self.device)
 
