@@ -43,6 +43,14 @@ def register_configs() -> None:
             return claim_new_folder(base)
 
         OmegaConf.register_new_resolver("new_folder", new_folder)
+    if not OmegaConf.has_resolver("job_folder"):  # a sweep job's folder name, made safe for the filesystem
+
+        def job_folder(name: str) -> str:
+            from minitrans.run_folder import job_folder_name
+
+            return job_folder_name(name)
+
+        OmegaConf.register_new_resolver("job_folder", job_folder)
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     # Outside the model/data/trainer groups, so they are neither listed nor accepted as choices

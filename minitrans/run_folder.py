@@ -11,6 +11,7 @@ runs sharing a folder across machines must not rely on it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import time
@@ -49,6 +50,22 @@ def _claim(base: Path) -> str:
             continue
         return str(candidate)
     raise ConfigError(f"hydra.run.dir: could not find a free folder next to {base}")
+
+
+MAX_NAME_BYTES = 200  # of a sweep job's folder name; most filesystems allow 255 bytes
+
+
+def job_folder_name(name: str) -> str:
+    """A sweep job's folder name (``NUM_OVERRIDES``, conf/hydra/default.yaml) that the filesystem
+    takes: a ``/`` in an override's value (``data.path=corpora/x.tsv``) becomes ``_`` instead of
+    a nested folder, and a name longer than :data:`MAX_NAME_BYTES` bytes (many overrides) keeps
+    its start and ends in a hash of the whole, so distinct jobs keep distinct folders."""
+    name = name.replace("/", "_").replace(os.sep, "_")
+    if len(name.encode("utf-8")) <= MAX_NAME_BYTES:
+        return name
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
+    head = name.encode("utf-8")[: MAX_NAME_BYTES - len(digest) - 1].decode("utf-8", errors="ignore")
+    return f"{head}~{digest}"
 
 
 def check_run_dir(path: str | None, key: str = "hydra.run.dir") -> None:

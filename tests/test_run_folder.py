@@ -11,13 +11,16 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from minitrans.config import ConfigError
-from minitrans.run_folder import LOCK_NAME, RunLock, _claim, check_run_dir, lock_holder
+from minitrans.run_folder import LOCK_NAME, MAX_NAME_BYTES, RunLock, _claim, check_run_dir, job_folder_name, lock_holder
 from minitrans.trainer import Trainer, train
 from minitrans.translate import resolve_checkpoint
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_a_new_folder_never_collides_with_an_existing_one(tmp_path):
@@ -170,3 +173,42 @@ def test_a_second_training_process_gets_one_line_and_exit_2_and_writes_nothing(t
         + lines[0].split(f"pid {holder.pid} on ", 1)[1]
     ]
     assert sorted(p.name for p in run.iterdir()) == [LOCK_NAME]  # Hydra wrote nothing into it
+
+
+# -- sweep job folder names ----------------------------------------------------------------
+def test_a_short_job_name_is_kept_as_it_is():
+    assert job_folder_name("0_model.num_heads=1") == "0_model.num_heads=1"
+
+
+def test_a_slash_in_an_override_value_does_not_make_a_nested_folder(tmp_path):
+    name = job_folder_name("3_data.path=corpora/en-fr/train.tsv,model.num_heads=2")
+    assert name == "3_data.path=corpora_en-fr_train.tsv,model.num_heads=2"
+    (tmp_path / name).mkdir()
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_many_overrides_give_a_folder_name_the_filesystem_takes_and_keep_jobs_apart(tmp_path):
+    overrides = ",".join(f"trainer.option_number_{i}=välue{i}" for i in range(40))  # ~1,000 bytes, with ä
+    first, second = job_folder_name(f"0_{overrides}"), job_folder_name(f"0_{overrides}x")
+    for name in (first, second):
+        assert len(name.encode("utf-8")) <= MAX_NAME_BYTES
+        name.encode("utf-8").decode("utf-8")  # not cut inside a character
+        assert name.startswith("0_trainer.option_number_0=välue0,")
+        (tmp_path / name).mkdir()  # a raw 1,000-byte name fails here with "File name too long"
+    assert first != second
+    with pytest.raises(OSError):
+        (tmp_path / f"0_{overrides}").mkdir()
+
+
+def test_the_sweep_folder_setting_goes_through_job_folder():
+    from omegaconf import OmegaConf
+
+    from minitrans.hydra_config import register_configs
+
+    register_configs()
+    hydra_yaml = OmegaConf.load(REPO / "conf" / "hydra" / "default.yaml")
+    cfg = OmegaConf.create(
+        {"hydra": {"job": {"num": 7, "override_dirname": "a=" + "b/" * 150}, "sweep": hydra_yaml.sweep}}
+    )
+    subdir = cfg.hydra.sweep.subdir
+    assert subdir.startswith("7_a=b_b_") and "/" not in subdir and len(subdir.encode()) <= MAX_NAME_BYTES
