@@ -295,3 +295,85 @@ def test_empty_bytes_load(tmp_path):
     path = tmp_path / "last.pt"
     save_checkpoint({"tokenizer": {"src": b"", "tgt": b"\x00"}, "model": {}}, path)
     assert load_checkpoint(path)["tokenizer"] == {"src": b"", "tgt": b"\x00"}
+
+
+# -- what mutation testing found unchecked (README, Development) ----------------------------
+def test_an_empty_run_folder_names_every_checkpoint_it_looked_for(tmp_path):
+    with pytest.raises(CheckpointError) as error:
+        checkpoint.resolve_checkpoint(tmp_path)
+    assert str(error.value) == f"no checkpoint in {tmp_path} (looked for checkpoints/{{averaged.pt,best.pt,last.pt}})"
+
+
+def resaved(path: Path, out: Path, edit) -> Path:
+    """``path``'s payload, edited, written back by plain torch.save (the digest left as it was)."""
+    payload = torch.load(path, weights_only=True)
+    edit(payload)
+    torch.save(payload, out)
+    return out
+
+
+def test_the_model_config_digest_ignores_key_order_and_catches_an_edit(tmp_path):
+    """A config written back with its keys in another order (a tool, a JSON round trip, a
+    dataclass whose fields moved) is the same config; a changed value is not."""
+    path = tmp_path / "last.pt"
+    model = {"kind": "transformer", "d_model": 32, "num_heads": 2, "d_k": None}
+    save_checkpoint({"config": {"model": model}, "model": {}}, path)
+    assert load_checkpoint(path)["model_config_sha256"] == model_config_sha256_by_hand(model)
+
+    def reorder(payload):
+        payload["config"]["model"] = dict(reversed(payload["config"]["model"].items()))
+
+    reordered = resaved(path, tmp_path / "reordered.pt", reorder)
+    assert list(torch.load(reordered, weights_only=True)["config"]["model"]) == list(reversed(model))  # the premise
+    assert load_checkpoint(reordered)["config"]["model"] == model
+
+    edited = resaved(path, tmp_path / "edited.pt", lambda payload: payload["config"]["model"].update(num_heads=4))
+    with pytest.raises(CheckpointError, match=r"model config is not the one its weights were saved with"):
+        load_checkpoint(edited)
+
+
+def model_config_sha256_by_hand(model: dict) -> str:
+    """The documented digest: SHA-256 of the model config as JSON with sorted keys, written out."""
+    import hashlib
+
+    text = "{" + ", ".join(f'"{key}": {json_value(model[key])}' for key in sorted(model)) + "}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def json_value(value) -> str:
+    return "null" if value is None else f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def test_a_pickle_naming_objects_by_stack_global_is_refused_and_says_so(tmp_path):
+    path, marker = malicious_checkpoint(tmp_path, protocol=4)  # protocol 4 names objects with STACK_GLOBAL
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(path)
+    assert str(error.value) == (
+        f"{path} was refused: its pickle refers to an object named by STACK_GLOBAL, which a checkpoint never needs"
+    )
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", ["FloatStorage", "float32"])
+def test_a_torch_name_from_another_module_is_refused_by_the_scan(tmp_path, name):
+    """Storage classes and dtypes are allowed only from ``torch`` itself: ``os.FloatStorage``
+    (a hand-made pickle) is refused by the scan, before torch's loader sees the file."""
+    good = tmp_path / "good.pt"
+    save_checkpoint(payload(1.0), good)
+    crafted = b"\x80\x02cos\n" + name.encode() + b"\nq\x00."  # protocol 2: GLOBAL 'os <name>', STOP
+    path = rewritten(good, tmp_path / "crafted.pt", {"data.pkl": ("data.pkl", crafted)})
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(path)
+    assert str(error.value) == f"{path} was refused: its pickle refers to os.{name}, which a checkpoint never needs"
+
+
+def test_a_damaged_pickle_in_a_whole_archive_is_named_corrupt_in_one_line(tmp_path):
+    """CRCs that hold over a pickle cut in half (the archive was rewritten whole): the scan's
+    reader meets the end first, and says what it met."""
+    good = tmp_path / "good.pt"
+    save_checkpoint(payload(1.0), good)
+    cut = pickle_of(good)[: len(pickle_of(good)) // 2]
+    path = rewritten(good, tmp_path / "cut.pt", {"data.pkl": ("data.pkl", cut)})
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(path)
+    assert str(error.value) == f"{path} is truncated or corrupt (ValueError); it cannot be loaded"
