@@ -7,6 +7,7 @@ written outside the run folder and the cache; resuming refuses changed data and
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -90,6 +91,10 @@ def test_summary_json_holds_the_documented_figures(trained):
     assert {"bleu", "chrf", "loss"} <= set(summary["valid"])
     assert set(summary["test_splits"]) == {"test"} and summary["test_splits"]["test"] == summary["test"]
     assert summary["steps"] == 6 and summary["skipped_steps"] == 0
+    last = load_checkpoint(trained["run"] / "checkpoints" / "last.pt")
+    assert summary["epochs"] == last["state"]["epoch"] and summary["processes"] == 1
+    assert summary["train_seconds"] == round(last["state"]["train_seconds"], 1) > 0
+    assert summary["name"] == summary["model"] == "transformer"  # no trainer name: the model kind
     assert summary["weights"] == "average of last 2 checkpoints"
     assert summary["config"]["trainer"]["average_last"] == 2
     assert summary["params"] == sum(t.numel() for t in Translator.from_checkpoint(trained["run"]).model.parameters())
@@ -118,6 +123,8 @@ def test_averaged_pt_is_the_mean_of_the_last_n_checkpoints(trained):
     for name, value in averaged.items():
         torch.testing.assert_close(value, (steps[0][name].double() + steps[1][name].double()).div(2).to(value.dtype))
     assert any(not torch.equal(steps[0][name], steps[1][name]) for name in averaged)  # a real average
+    for name in ["averaged.pt", "best.pt", *kept]:  # weights to translate with, not states to resume
+        assert not {"optimizer", "scheduler", "state", "rng"} & set(load_checkpoint(folder / name)), name
     assert Translator.from_checkpoint(trained["run"]).model is not None  # and the run folder resolves to it
 
 
@@ -168,6 +175,10 @@ def test_the_documented_tensorboard_scalars_are_logged(trained):
     run = trained["run"]
     rate = scalars(run, "train/tokens_per_second")
     assert sorted(rate) == [1, 2, 3, 4, 5, 6] and all(value > 0 and math.isfinite(value) for value in rate.values())
+    # the training-time validations only: the final weights' scores go to summary.json and HPARAMS
+    events = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    events.Reload()
+    assert [event.step for event in events.Scalars("valid/bleu")] == [2, 4, 6]
     chrf = scalars(run, "valid/chrf")
     assert sorted(chrf) == [2, 4, 6] and all(0 <= value <= 100 for value in chrf.values())
     assert len(set(scalars(run, "train/loss_label_smoothed").values())) > 1
@@ -256,3 +267,118 @@ def test_a_full_disk_during_a_save_is_one_line_and_the_checkpoints_stay_intact(t
     assert load_checkpoint(run / "checkpoints" / "last.pt")["state"]["step"] == 2
     assert load_checkpoint(run / "checkpoints" / "best.pt")["step"] == 2
     assert not list((run / "checkpoints").glob(".*.tmp"))
+
+
+# -- a resumed run's training state is checked, and says where it resumed ------------------
+def resumable(trained, tmp_path: Path, edit=None) -> Path:
+    """A copy of the trained run whose last.pt, read back, edited by ``edit`` and saved again
+    (the file is a whole, valid checkpoint: only its contents are wrong)."""
+    from minitrans.checkpoint import save_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(trained["run"], run, ignore=shutil.ignore_patterns(".lock"))
+    if edit is not None:
+        last = run / "checkpoints" / "last.pt"
+        payload = load_checkpoint(last)
+        edit(payload)
+        save_checkpoint(payload, last)
+    return run
+
+
+def resumed(tiny_config, run: Path) -> Trainer:
+    trainer = Trainer(tiny_config(*RUN, "trainer.max_steps=8"), run)
+    trainer.lock.release()
+    return trainer
+
+
+def set_state(name, value):
+    return lambda payload: payload["state"].update({name: value})
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (set_state("step", "6"), "TypeError: state.step is '6'"),
+        (set_state("epoch", 1.0), "TypeError: state.epoch is 1.0"),
+        (set_state("best_bleu", True), "TypeError: state.best_bleu is True"),  # a bool is an int to Python
+        (set_state("skipped_steps", None), "TypeError: state.skipped_steps is None"),
+        (lambda payload: payload.update(rng=[]), "ValueError: no random generator state"),
+        (lambda payload: payload.update(rng={"cpu": payload["rng"][0]}), "ValueError: no random generator state"),
+        (lambda payload: payload.pop("rng"), "KeyError: 'rng'"),
+    ],
+    ids=["str-step", "float-epoch", "bool-bleu", "none-count", "no-rng", "rng-not-a-list", "rng-missing"],
+)
+def test_a_training_state_of_the_wrong_kind_is_refused_in_one_line(trained, tiny_config, tmp_path, edit, reason):
+    from minitrans.checkpoint import CheckpointError
+    from minitrans.resume import AFRESH
+
+    run = resumable(trained, tmp_path, edit)
+    last = run / "checkpoints" / "last.pt"
+    with pytest.raises(CheckpointError) as error:
+        resumed(tiny_config, run)
+    assert str(error.value) == f"{last} does not hold a usable training state ({reason}); {AFRESH}"
+
+
+def test_a_whole_number_of_seconds_is_a_usable_float(trained, tiny_config, tmp_path):
+    run = resumable(trained, tmp_path, set_state("train_seconds", 3))
+    assert resumed(tiny_config, run).state.train_seconds == 3
+
+
+def test_a_resume_restores_the_random_generators_and_says_where_it_resumed(trained, tiny_config, tmp_path, caplog):
+    from minitrans.utils import get_rng_state
+
+    run = resumable(trained, tmp_path)
+    saved = load_checkpoint(run / "checkpoints" / "last.pt")
+    with caplog.at_level(logging.INFO, logger="minitrans.trainer"):
+        trainer = resumed(tiny_config, run)
+        rng = get_rng_state()
+    assert torch.equal(rng["torch"], saved["rng"][0]["torch"])  # the stream continues where it stopped
+    epoch = saved["state"]["epoch"]
+    messages = [record.getMessage() for record in caplog.records if record.name == "minitrans.trainer"]
+    assert f"resumed from {run / 'checkpoints' / 'last.pt'} at step 6 (epoch {epoch})" in messages
+    assert not any("process run" in message for message in messages)  # same world size: no warning
+    assert trainer.state.step == 6
+
+
+def test_resuming_another_number_of_processes_warns_that_dropout_will_differ(trained, tiny_config, tmp_path, caplog):
+    run = resumable(trained, tmp_path, lambda payload: payload.update(rng=payload["rng"] * 2))
+    with caplog.at_level(logging.WARNING, logger="minitrans.trainer"):
+        resumed(tiny_config, run)
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert warnings == ["resuming a 2-process run with 1: dropout masks will differ"]
+
+
+def test_a_signal_mid_training_saves_last_pt_at_that_step_and_says_where(tmp_path, tiny_config):
+    """SIGTERM between evaluations: the loop finishes its step, writes last.pt there (no
+    evaluation or periodic checkpoint would have), and stops with 143 naming the file."""
+    from minitrans.trainer import TrainingStopped
+
+    run = tmp_path / "run"
+    trainer = Trainer(tiny_config("trainer.max_steps=50", "trainer.eval_every=40", "trainer.eval_sentences=2"), run)
+    trainer.step_hooks.append(lambda state: state.step == 3 and os.kill(os.getpid(), signal.SIGTERM))
+    with pytest.raises(TrainingStopped) as stopped:
+        trainer.fit()
+    last = run / "checkpoints" / "last.pt"
+    assert stopped.value.exit_code == 143
+    assert str(stopped.value) == (
+        f"stopped by SIGTERM after step 4; checkpoint saved to {last}; run the same command again to resume"
+    )
+    assert load_checkpoint(last)["state"]["step"] == 4  # the step that was under way when it came
+    assert not (run / "checkpoints" / "best.pt").exists()  # no evaluation ran: only the stop saved
+
+
+def test_a_run_started_from_a_finished_checkpoint_reports_its_last_weights(trained, tiny_config, tmp_path):
+    """resume_from a last.pt already at max_steps: nothing trains, no best.pt or step_*.pt is
+    written, and the summary says the weights are the last ones, unaveraged; its translations
+    are those of the checkpoint it started from."""
+    from minitrans.data.corpus import load_split
+
+    start = tmp_path / "start.pt"
+    shutil.copy(trained["run"] / "checkpoints" / "last.pt", start)
+    cfg = tiny_config(*RUN, f"trainer.resume_from={start}")
+    summary = train(cfg, tmp_path / "run")
+    assert summary.weights == "last weights" and summary.steps == 6
+    assert not list((tmp_path / "run").glob("checkpoints/*.pt"))
+    sources, _, _ = load_split(cfg.data, "test")
+    lines = (tmp_path / "run" / "translations" / "test.hyp.txt").read_text(encoding="utf-8").splitlines()
+    assert lines == Translator.from_checkpoint(start, device="cpu").translate(sources, cfg.trainer.test_decoding())

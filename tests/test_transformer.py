@@ -125,7 +125,7 @@ def test_shared_and_tied_embeddings():
     assert model.output.weight is model.tgt_embed.weight
     untied = tiny(share_embeddings=False, tie_output=False)
     assert untied.src_embed is not untied.tgt_embed
-    with pytest.raises(ValueError, match="joint vocabulary"):
+    with pytest.raises(ValueError, match="^share_embeddings needs one joint vocabulary for source and target$"):
         Transformer(TransformerConfig(share_embeddings=True), 40, 50, PAD)
 
 
@@ -210,3 +210,121 @@ def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
     torch.testing.assert_close(
         model.step(enc, tokens, shared)[0], model.step(enc, tokens, copies)[0], atol=1e-5, rtol=1e-5
     )
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])  # decoding runs without autograd
+@pytest.mark.parametrize("padded", [True, False], ids=["padded", "unpadded"])  # unpadded: src_mask is None
+@pytest.mark.parametrize("size", [{"num_heads": 3, "d_k": 8}, {"num_heads": 2, "d_k": 8, "num_decoder_layers": 1}])
+def test_reorder_cache_composes_with_steps_in_any_order(grad, padded, size):
+    """Steps and reorders in the orders decoding can meet them — a step before any reorder (no
+    spare slot yet), two reorders with no step between (the spare slot carried over), beams
+    sharing a sentence's cross keys, a sentence dropping out — give what separate copies of
+    every row's cache, reordered by plain indexing, give."""
+    from minitrans.interface import select_batch
+
+    model, beam = tiny(**size), 3
+    src = torch.randint(4, 40, (3, 6))
+    if padded:
+        src[1, 4:] = PAD
+    with torch.set_grad_enabled(grad):
+        enc, _ = model.encode(src)
+        assert (enc["src_mask"] is None) is not padded
+        shared, copies, rows = model.init_cache(enc), model.init_cache(enc), torch.arange(3)
+        reorders = [
+            torch.arange(3).repeat_interleave(beam),  # one row per sentence -> beam rows per sentence
+            torch.tensor([1, 1, 0, 5, 3, 4, 6, 8, 8]),  # a reorder within each sentence's beams
+            None,
+            torch.tensor([0, 1, 2, 6, 6, 7]),  # sentence 1 finished: its beams drop out
+            None,
+        ]
+        for reorder in [None, *reorders]:  # None: a step
+            if reorder is None:
+                tokens = torch.randint(4, 40, (len(rows),))
+                got, shared, got_maps = model.step(enc, tokens, shared, need_weights=True)
+                want, copies, want_maps = model.step(enc, tokens, copies, need_weights=True)
+                torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+                for got_map, want_map in zip(got_maps["cross"], want_maps["cross"]):
+                    torch.testing.assert_close(got_map, want_map, atol=1e-5, rtol=1e-5)
+            else:
+                step_beam = 1 if len(rows) == 3 and len(reorder) == 3 else beam
+                shared = model.reorder_cache(shared, reorder, step_beam)
+                copies, enc, rows = select_batch(copies, reorder), select_batch(enc, reorder), reorder
+        assert shared[0]["cross_k"].shape[0] == 2  # one per sentence left, shared by its beams
+
+
+def test_padding_rows_start_at_zero_and_get_no_gradient():
+    """padding_idx: the pad embedding is zero and no lookup of it sends a gradient back. (With
+    ``tie_output`` the same row is also the output's weight for the PAD logit, which the softmax
+    does train; padded positions are masked or ignored, so that row's value never matters.)"""
+    for model in (tiny(tie_output=False), tiny(share_embeddings=True, tie_output=False)):
+        src = torch.tensor([[5, 6, 7, PAD, PAD], [5, 6, 7, 8, 9]])
+        tgt = torch.tensor([[2, 9, PAD, PAD], [2, 9, 13, 4]])
+        model(src, tgt).square().sum().backward()
+        for embed in (model.src_embed, model.tgt_embed):
+            assert torch.equal(embed.weight[PAD], torch.zeros(32))
+            assert torch.equal(embed.weight.grad[PAD], torch.zeros(32))
+            assert embed.weight.grad[9].abs().sum() > 0  # a real token's row (in both) does learn
+
+
+def test_weights_start_as_documented():
+    """Projections: Xavier-uniform, U(-a, a) with a = sqrt(6 / (fan_in + fan_out)); embeddings:
+    N(0, 1/D) (they are scaled by sqrt(D) on the way in); biases and LayerNorms: PyTorch's."""
+    torch.manual_seed(0)
+    size = dict(d_model=64, num_heads=4, d_ff=128, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0)
+    model = Transformer(TransformerConfig(share_embeddings=False, tie_output=False, **size), 500, 500, PAD)
+    matrices = {name: p for name, p in model.named_parameters() if p.dim() == 2 and "embed" not in name}
+    # encoder: fused qkv, out, feed-forward x 2; decoder: the same plus q and fused kv of the cross-attention; output
+    assert len(matrices) == 4 + 7 + 1
+    for name, weight in matrices.items():
+        fan_out, fan_in = weight.shape
+        bound = math.sqrt(6 / (fan_in + fan_out))
+        assert weight.abs().max() <= bound, name
+        assert weight.std().item() == pytest.approx(bound / math.sqrt(3), rel=0.1), name
+    for embed in (model.src_embed, model.tgt_embed):
+        real = torch.cat([embed.weight[:PAD], embed.weight[PAD + 1 :]])
+        assert real.std().item() == pytest.approx(64**-0.5, rel=0.05)
+        assert abs(real.mean().item()) < 0.01
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):  # PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+            assert 0 < module.bias.abs().max() <= module.in_features**-0.5
+        if isinstance(module, torch.nn.LayerNorm):
+            assert torch.equal(module.weight, torch.ones(64)) and torch.equal(module.bias, torch.zeros(64))
+    torch.manual_seed(0)
+    again = Transformer(TransformerConfig(share_embeddings=False, tie_output=False, **size), 500, 500, PAD)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_only_pre_norm_stacks_end_in_a_layer_norm(norm_first):
+    """Pre-norm: a final LayerNorm after each stack; post-norm: the last layer's own LayerNorm
+    is the end (no second one). Written out layer by layer, with LayerNorms that are not the
+    identity, so a missing or an extra normalisation shows."""
+    model = tiny(norm_first)
+    torch.manual_seed(1)
+    for module in model.modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            torch.nn.init.normal_(module.weight, 1.0, 0.5)
+            torch.nn.init.normal_(module.bias, 0.0, 0.5)
+    src, tgt = torch.randint(4, 40, (2, 7)), torch.randint(4, 40, (2, 5))
+    x = model._embed(model.src_embed, src)
+    for layer in model.encoder_layers:
+        x = layer(x, None)[0]
+    y = model._embed(model.tgt_embed, tgt)
+    if norm_first:
+        x = F.layer_norm(x, (32,), model.encoder_norm.weight, model.encoder_norm.bias)
+    for layer in model.decoder_layers:
+        y = layer(y, x, None)[0]
+    if norm_first:
+        y = F.layer_norm(y, (32,), model.decoder_norm.weight, model.decoder_norm.bias)
+    torch.testing.assert_close(model(src, tgt), model.output(y))
+    assert sum(isinstance(m, torch.nn.LayerNorm) for m in model.modules()) == 2 * 2 + 3 * 2 + 2 * norm_first
+
+
+def test_an_unpadded_batch_is_encoded_without_a_mask():
+    """No source padded (most length-bucketed batches): src_mask is None, attention skips masking."""
+    model = tiny()
+    enc, _ = model.encode(torch.randint(4, 40, (2, 6)))
+    assert enc["src_mask"] is None
+    src = torch.randint(4, 40, (2, 6))
+    src[0, -1] = PAD
+    assert model.encode(src)[0]["src_mask"].tolist() == [[[[True] * 5 + [False]]], [[[True] * 6]]]
