@@ -232,7 +232,9 @@ def test_reorder_cache_composes_with_steps_in_any_order(grad, padded, size):
         shared, copies, rows = model.init_cache(enc), model.init_cache(enc), torch.arange(3)
         reorders = [
             torch.arange(3).repeat_interleave(beam),  # one row per sentence -> beam rows per sentence
-            torch.tensor([1, 1, 0, 5, 3, 4, 6, 8, 8]),  # a reorder within each sentence's beams
+            None,
+            torch.tensor([1, 1, 0, 5, 3, 4, 6, 8, 8]),  # a reorder within each sentence's beams ...
+            torch.tensor([2, 0, 1, 3, 3, 5, 8, 7, 6]),  # ... and another, with no step between
             None,
             torch.tensor([0, 1, 2, 6, 6, 7]),  # sentence 1 finished: its beams drop out
             None,
