@@ -35,7 +35,14 @@ RUN = [
 ]
 
 
-@pytest.fixture(scope="module")
+def once_per_module_except_under_mutmut(fixture_name, config) -> str:
+    """mutmut ties each test to the functions that ran during it, fixture set-up included: a
+    run trained once per module would be tied to the first test that asked for it, and every
+    other test would never be run against a mutant of the trainer."""
+    return "function" if "MUTANT_UNDER_TEST" in os.environ else "module"
+
+
+@pytest.fixture(scope=once_per_module_except_under_mutmut)
 def trained(tmp_path_factory, tiny_config):
     """One tiny run, trained in process from an empty working folder and an empty home."""
     root = tmp_path_factory.mktemp("trained")
@@ -95,6 +102,7 @@ def test_summary_json_holds_the_documented_figures(trained):
     assert summary["epochs"] == last["state"]["epoch"] and summary["processes"] == 1
     assert summary["train_seconds"] == round(last["state"]["train_seconds"], 1) > 0
     assert summary["name"] == summary["model"] == "transformer"  # no trainer name: the model kind
+    assert summary["device"] == "cpu"
     assert summary["weights"] == "average of last 2 checkpoints"
     assert summary["config"]["trainer"]["average_last"] == 2
     assert summary["params"] == sum(t.numel() for t in Translator.from_checkpoint(trained["run"]).model.parameters())
@@ -181,7 +189,10 @@ def test_the_documented_tensorboard_scalars_are_logged(trained):
     assert [event.step for event in events.Scalars("valid/bleu")] == [2, 4, 6]
     chrf = scalars(run, "valid/chrf")
     assert sorted(chrf) == [2, 4, 6] and all(0 <= value <= 100 for value in chrf.values())
-    assert len(set(scalars(run, "train/loss_label_smoothed").values())) > 1
+    loss = scalars(run, "train/loss_label_smoothed")
+    assert sorted(loss) == [1, 2, 3, 4, 5, 6] and len(set(loss.values())) > 1
+    vocab = Translator.from_checkpoint(run, device="cpu").model.output.out_features
+    assert 0.7 * math.log(vocab) < loss[1] < 1.3 * math.log(vocab)  # an untrained model's loss is about ln V
 
 
 # -- resuming ------------------------------------------------------------------------------
@@ -354,16 +365,20 @@ def test_a_signal_mid_training_saves_last_pt_at_that_step_and_says_where(tmp_pat
     from minitrans.trainer import TrainingStopped
 
     run = tmp_path / "run"
-    trainer = Trainer(tiny_config("trainer.max_steps=50", "trainer.eval_every=40", "trainer.eval_sentences=2"), run)
-    trainer.step_hooks.append(lambda state: state.step == 3 and os.kill(os.getpid(), signal.SIGTERM))
+    cfg = tiny_config(
+        "trainer.max_steps=50", "trainer.eval_every=40", "trainer.eval_sentences=2", "trainer.log_every=1"
+    )
+    trainer = Trainer(cfg, run)
+    trainer.step_hooks.append(lambda state: state.step == 1 and os.kill(os.getpid(), signal.SIGTERM))
     with pytest.raises(TrainingStopped) as stopped:
         trainer.fit()
     last = run / "checkpoints" / "last.pt"
     assert stopped.value.exit_code == 143
     assert str(stopped.value) == (
-        f"stopped by SIGTERM after step 4; checkpoint saved to {last}; run the same command again to resume"
+        f"stopped by SIGTERM after step 2; checkpoint saved to {last}; run the same command again to resume"
     )
-    assert load_checkpoint(last)["state"]["step"] == 4  # the step that was under way when it came
+    assert load_checkpoint(last)["state"]["step"] == 2  # the step that was under way when it came
+    assert sorted(scalars(run, "train/loss_label_smoothed")) == [1, 2]  # the logs are on disk with it
     assert not (run / "checkpoints" / "best.pt").exists()  # no evaluation ran: only the stop saved
 
 
@@ -382,3 +397,23 @@ def test_a_run_started_from_a_finished_checkpoint_reports_its_last_weights(train
     sources, _, _ = load_split(cfg.data, "test")
     lines = (tmp_path / "run" / "translations" / "test.hyp.txt").read_text(encoding="utf-8").splitlines()
     assert lines == Translator.from_checkpoint(start, device="cpu").translate(sources, cfg.trainer.test_decoding())
+
+
+def test_tokens_per_second_is_the_windows_target_tokens_over_its_training_seconds(tmp_path, tiny_config, monkeypatch):
+    """A clock that ticks 0.1 s per reading (two readings per step land in the window), and the
+    target tokens (+1 for end of sentence) of the batches the sampler gives, counted here."""
+    import types
+
+    import minitrans.trainer as trainer_module
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks) / 10))
+    run = tmp_path / "run"
+    trainer = Trainer(tiny_config("trainer.max_steps=6", "trainer.eval_every=6", "trainer.log_every=2"), run)
+    trainer.fit()
+    batches = [batch for epoch in range(6) for batch in trainer.sampler.batches(epoch)][:6]
+    tokens = [sum(len(trainer.tgt_ids[i]) + 1 for i in batch) for batch in batches]
+    rate = scalars(run, "train/tokens_per_second")
+    assert sorted(rate) == [2, 4, 6]  # every log_every steps, and only then
+    for step, value in rate.items():
+        assert value == pytest.approx((tokens[step - 2] + tokens[step - 1]) / (2 * 0.2), rel=1e-6), step
