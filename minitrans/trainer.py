@@ -186,6 +186,14 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_factor(tcfg.schedule, tcfg.warmup_steps, tcfg.max_steps, tcfg.min_lr_ratio)
         )
+        if tcfg.schedule != "inverse_sqrt" and tcfg.max_minutes is not None and self.dist.is_main:
+            log.warning(
+                "trainer.schedule=%s decays to its floor at trainer.max_steps=%d; if trainer.max_minutes=%g ends "
+                "the run first, the rate never gets there (trainer.schedule=inverse_sqrt needs no end point)",
+                tcfg.schedule,
+                tcfg.max_steps,
+                tcfg.max_minutes,
+            )
         self.translator = Translator(self.model, self.tokenizer, cfg.model.max_len, self.device)
 
     def _build_model(self, payload: dict | None, path: Path | None):
