@@ -20,8 +20,9 @@ import numpy as np
 from minitrans.config import ConfigError, DataConfig, TrainConfig, first_line
 from minitrans.coverage import TrainingRecord
 from minitrans.data import TokenBatchSampler, tokenize_corpus
-from minitrans.data.corpus import PreparedCorpus, describe, prepare_corpus, tokenize_pairs
+from minitrans.data.corpus import PreparedCorpus, describe, prepare_corpus
 from minitrans.data.token_ids import TokenIds
+from minitrans.data.tokenize import tokenize_pairs
 from minitrans.tokenizer import Tokenizer
 from minitrans.utils import write_atomic
 

@@ -240,7 +240,7 @@ def test_a_run_on_a_folder_reports_its_data_and_holds_ids_compactly(tmp_path, ti
 
 
 def test_damaged_cache_entries_are_rebuilt(folder, tmp_path):
-    from minitrans.data.corpus import tokenize_pairs
+    from minitrans.data.tokenize import tokenize_pairs
     from minitrans.tokenizer import Tokenizer
 
     cfg = config(tmp_path, root=str(folder), test_splits=["tst2020"])

@@ -1,7 +1,8 @@
 """Corpora (the embedded generated grammar, Multi30k), tokenisation and token-count batching."""
 
 from minitrans.data.batching import Batch, TokenBatchSampler, collate, padding_fraction
-from minitrans.data.corpus import load_corpus, load_run_split, load_split, tokenize_corpus
+from minitrans.data.corpus import load_corpus, load_run_split, load_split
+from minitrans.data.tokenize import tokenize_corpus
 
 __all__ = [
     "Batch",

@@ -1,5 +1,5 @@
 """The configured corpus, ready to train on: loaded, its training pairs cleaned, missing
-validation / test splits held out, all cached on disk; and tokenisation of its splits.
+validation / test splits held out, all cached on disk (its tokenisation: minitrans.data.tokenize).
 
     generated   the embedded grammar (minitrans.data.generated)
     parallel    a folder of {split}.{lang}[.gz] files (minitrans.data.parallel); multi30k is its preset
@@ -28,8 +28,7 @@ import pyarrow.compute as pc
 
 from minitrans.config import ConfigError, DataConfig
 from minitrans.data.cleaning import clean_pairs, emptied_message
-from minitrans.data.token_ids import TokenIds, save_atomically
-from minitrans.tokenizer import Tokenizer
+from minitrans.data.token_ids import save_atomically
 
 log = logging.getLogger(__name__)
 
@@ -214,14 +213,15 @@ def _as_dataset(table: pa.Table) -> datasets.Dataset:
     return datasets.Dataset(datasets.table.InMemoryTable(table))
 
 
-def _table(dataset: datasets.Dataset) -> pa.Table:
+def arrow_table(dataset: datasets.Dataset) -> pa.Table:
+    """The dataset's rows as one Arrow table (its index mapping, if any, applied)."""
     return (dataset.flatten_indices() if dataset._indices is not None else dataset).data.table
 
 
 def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[str, str | None]):
     if len(raw[cfg.train_split]) == 0:
         raise ConfigError(f"data.train_split: split {cfg.train_split!r} of corpus {cfg.name!r} is empty")
-    train, cleaning = clean_pairs(_table(raw[cfg.train_split]), cfg.clean)
+    train, cleaning = clean_pairs(arrow_table(raw[cfg.train_split]), cfg.clean)
     if len(train) == 0:
         raise ConfigError(f"data.clean: {emptied_message(cleaning, cfg.clean)}")
     held = [name for name, source in roles.items() if source is None]
@@ -248,7 +248,7 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
     splits = {cfg.train_split: train}
     for name, source in roles.items():
         if name != cfg.train_split:
-            splits[name] = out[name] if source is None else _table(raw[source])
+            splits[name] = out[name] if source is None else arrow_table(raw[source])
     report = {
         "splits": {
             name: {
@@ -346,68 +346,3 @@ def load_run_split(
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise ValueError(f"the checkpoint's data config is unusable: {reason}") from None
     return load_split(data, split, data_root)
-
-
-# -- tokenisation --------------------------------------------------------------------------
-def _fingerprint(dataset: datasets.Dataset, tokenizer: Tokenizer) -> str:
-    digest = hashlib.sha256(tokenizer.src_proto + tokenizer.tgt_proto)
-    for src, tgt in zip(dataset["src"], dataset["tgt"]):
-        digest.update(f"{src}\t{tgt}\n".encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:16]
-
-
-def tokenize_corpus(
-    corpus: datasets.DatasetDict, tokenizer: Tokenizer, cache_dir: str | Path | None = None
-) -> datasets.DatasetDict:
-    """Add ``src_ids`` / ``tgt_ids`` columns with ``Dataset.map``; cached by content and tokenizer.
-    For evaluation splits; a training split takes :func:`tokenize_pairs`."""
-
-    def encode(batch):
-        return {"src_ids": tokenizer.encode_src(batch["src"]), "tgt_ids": tokenizer.encode_tgt(batch["tgt"])}
-
-    out = {}
-    for name, dataset in corpus.items():
-        cache_file = None
-        if cache_dir is not None:
-            folder = Path(cache_dir).expanduser() / "tokenized"
-            folder.mkdir(parents=True, exist_ok=True)
-            cache_file = str(folder / f"{_fingerprint(dataset, tokenizer)}.arrow")
-        options = {"batched": True, "batch_size": 2000, "desc": f"tokenising {name}" if len(dataset) > 5000 else None}
-        try:
-            out[name] = dataset.map(encode, cache_file_name=cache_file, load_from_cache_file=True, **options)
-        except Exception as error:  # a damaged cache file (pyarrow's errors vary): tokenise again
-            if cache_file is None or not Path(cache_file).exists():
-                raise
-            warnings.warn(f"rebuilding the damaged cache {cache_file} ({type(error).__name__})", stacklevel=2)
-            Path(cache_file).unlink()
-            out[name] = dataset.map(encode, cache_file_name=cache_file, load_from_cache_file=False, **options)
-        out[name] = out[name].with_format(None)
-    return datasets.DatasetDict(out)
-
-
-def tokenize_pairs(
-    dataset: datasets.Dataset, tokenizer: Tokenizer, cache_dir: str | Path, key: str, chunk: int = 50000
-) -> tuple[TokenIds, TokenIds]:
-    """Source and target ids of a (large) split, compact and memory-mapped from the cache;
-    ``key`` identifies the split's content (``PreparedCorpus.key``)."""
-    digest = hashlib.sha256(tokenizer.src_proto + tokenizer.tgt_proto).hexdigest()[:16]
-    folder = Path(cache_dir).expanduser() / "ids" / f"{key}-{digest}"
-    if (folder / "tgt.offsets.npy").exists():
-        try:
-            src, tgt = TokenIds.load(folder, "src"), TokenIds.load(folder, "tgt")
-            if all(len(ids) == len(dataset) and ids.offsets[-1] == len(ids.flat) for ids in (src, tgt)):
-                return src, tgt
-            raise ValueError("sizes do not match the corpus")
-        except Exception as error:  # a damaged cache entry: tokenise again
-            warnings.warn(f"rebuilding the damaged cache {folder} ({type(error).__name__})", stacklevel=2)
-            shutil.rmtree(folder, ignore_errors=True)
-    table = _table(dataset)
-
-    def chunks(column: str):
-        for start in range(0, len(table), chunk):
-            yield table.column(column).slice(start, chunk).to_pylist()
-
-    src = TokenIds.encode(chunks("src"), tokenizer.encode_src)
-    tgt = TokenIds.encode(chunks("tgt"), tokenizer.encode_tgt)
-    save_atomically(folder, lambda tmp: (src.save(tmp, "src"), tgt.save(tmp, "tgt")))
-    return TokenIds.load(folder, "src"), TokenIds.load(folder, "tgt")

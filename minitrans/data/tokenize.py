@@ -1,0 +1,81 @@
+"""Token ids of a prepared corpus's splits, cached on disk by content and tokenizer:
+evaluation splits as ``src_ids`` / ``tgt_ids`` columns (``Dataset.map``), the training split as
+compact memory-mapped arrays (:class:`~minitrans.data.token_ids.TokenIds`). A damaged cache
+entry is rebuilt with a warning."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import warnings
+from pathlib import Path
+
+import datasets
+
+from minitrans.data.corpus import arrow_table
+from minitrans.data.token_ids import TokenIds, save_atomically
+from minitrans.tokenizer import Tokenizer
+
+
+def _fingerprint(dataset: datasets.Dataset, tokenizer: Tokenizer) -> str:
+    digest = hashlib.sha256(tokenizer.src_proto + tokenizer.tgt_proto)
+    for src, tgt in zip(dataset["src"], dataset["tgt"]):
+        digest.update(f"{src}\t{tgt}\n".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:16]
+
+
+def tokenize_corpus(
+    corpus: datasets.DatasetDict, tokenizer: Tokenizer, cache_dir: str | Path | None = None
+) -> datasets.DatasetDict:
+    """Add ``src_ids`` / ``tgt_ids`` columns with ``Dataset.map``; cached by content and tokenizer.
+    For evaluation splits; a training split takes :func:`tokenize_pairs`."""
+
+    def encode(batch):
+        return {"src_ids": tokenizer.encode_src(batch["src"]), "tgt_ids": tokenizer.encode_tgt(batch["tgt"])}
+
+    out = {}
+    for name, dataset in corpus.items():
+        cache_file = None
+        if cache_dir is not None:
+            folder = Path(cache_dir).expanduser() / "tokenized"
+            folder.mkdir(parents=True, exist_ok=True)
+            cache_file = str(folder / f"{_fingerprint(dataset, tokenizer)}.arrow")
+        options = {"batched": True, "batch_size": 2000, "desc": f"tokenising {name}" if len(dataset) > 5000 else None}
+        try:
+            out[name] = dataset.map(encode, cache_file_name=cache_file, load_from_cache_file=True, **options)
+        except Exception as error:  # a damaged cache file (pyarrow's errors vary): tokenise again
+            if cache_file is None or not Path(cache_file).exists():
+                raise
+            warnings.warn(f"rebuilding the damaged cache {cache_file} ({type(error).__name__})", stacklevel=2)
+            Path(cache_file).unlink()
+            out[name] = dataset.map(encode, cache_file_name=cache_file, load_from_cache_file=False, **options)
+        out[name] = out[name].with_format(None)
+    return datasets.DatasetDict(out)
+
+
+def tokenize_pairs(
+    dataset: datasets.Dataset, tokenizer: Tokenizer, cache_dir: str | Path, key: str, chunk: int = 50000
+) -> tuple[TokenIds, TokenIds]:
+    """Source and target ids of a (large) split, compact and memory-mapped from the cache;
+    ``key`` identifies the split's content (``PreparedCorpus.key``)."""
+    digest = hashlib.sha256(tokenizer.src_proto + tokenizer.tgt_proto).hexdigest()[:16]
+    folder = Path(cache_dir).expanduser() / "ids" / f"{key}-{digest}"
+    if (folder / "tgt.offsets.npy").exists():
+        try:
+            src, tgt = TokenIds.load(folder, "src"), TokenIds.load(folder, "tgt")
+            if all(len(ids) == len(dataset) and ids.offsets[-1] == len(ids.flat) for ids in (src, tgt)):
+                return src, tgt
+            raise ValueError("sizes do not match the corpus")
+        except Exception as error:  # a damaged cache entry: tokenise again
+            warnings.warn(f"rebuilding the damaged cache {folder} ({type(error).__name__})", stacklevel=2)
+            shutil.rmtree(folder, ignore_errors=True)
+    table = arrow_table(dataset)
+
+    def chunks(column: str):
+        for start in range(0, len(table), chunk):
+            yield table.column(column).slice(start, chunk).to_pylist()
+
+    src = TokenIds.encode(chunks("src"), tokenizer.encode_src)
+    tgt = TokenIds.encode(chunks("tgt"), tokenizer.encode_tgt)
+    save_atomically(folder, lambda tmp: (src.save(tmp, "src"), tgt.save(tmp, "tgt")))
+    return TokenIds.load(folder, "src"), TokenIds.load(folder, "tgt")
