@@ -346,6 +346,10 @@ class Trainer:
             tcfg.max_steps, tcfg.max_minutes, state.step, state.train_seconds, enabled=tcfg.progress and is_main
         )
         finished = state.step >= tcfg.max_steps
+        if finished:  # e.g. resume_from a finished checkpoint: the run folder still gets one to translate with
+            (missing,) = distributed.any_rank([not (self.ckpt_dir / "last.pt").exists()], self.dist, self.device)
+            if missing:
+                self.save()
         with StopRequest() as stop, progress:
             while not finished:
                 batches = self.sampler.batches(state.epoch)

@@ -386,7 +386,8 @@ def test_a_signal_mid_training_saves_last_pt_at_that_step_and_says_where(tmp_pat
 def test_a_run_started_from_a_finished_checkpoint_reports_its_last_weights(trained, tiny_config, tmp_path):
     """resume_from a last.pt already at max_steps: nothing trains, no best.pt or step_*.pt is
     written, and the summary says the weights are the last ones, unaveraged; its translations
-    are those of the checkpoint it started from."""
+    are those of the checkpoint it started from, and the run folder holds that checkpoint as
+    its last.pt, so translate.py and evaluate.py find weights there."""
     from minitrans.data.corpus import load_split
 
     start = tmp_path / "start.pt"
@@ -394,10 +395,16 @@ def test_a_run_started_from_a_finished_checkpoint_reports_its_last_weights(train
     cfg = tiny_config(*RUN, f"trainer.resume_from={start}")
     summary = train(cfg, tmp_path / "run")
     assert summary.weights == "last weights" and summary.steps == 6
-    assert not list((tmp_path / "run").glob("checkpoints/*.pt"))
+    assert [p.name for p in (tmp_path / "run").glob("checkpoints/*.pt")] == ["last.pt"]
+    saved, started = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt"), load_checkpoint(start)
+    assert saved["state"]["step"] == 6
+    assert all(torch.equal(saved["model"][key], value) for key, value in started["model"].items())
     sources, _, _ = load_split(cfg.data, "test")
     lines = (tmp_path / "run" / "translations" / "test.hyp.txt").read_text(encoding="utf-8").splitlines()
     assert lines == Translator.from_checkpoint(start, device="cpu").translate(sources, cfg.trainer.test_decoding())
+    assert lines == Translator.from_checkpoint(tmp_path / "run", device="cpu").translate(
+        sources, cfg.trainer.test_decoding()
+    )
 
 
 def test_tokens_per_second_is_the_windows_target_tokens_over_its_training_seconds(tmp_path, tiny_config, monkeypatch):
