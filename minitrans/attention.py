@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitrans.dropout import Dropout, dropout  # noqa: F401  (re-exported: attention's dropout lives there)
+
 
 def make_padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     """(B, Lk) token ids -> (B, 1, 1, Lk): True at real tokens, False at padding."""
@@ -24,28 +26,6 @@ def make_padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
 def make_causal_mask(length: int, device: torch.device | None = None) -> Tensor:
     """(1, 1, L, L): position i may attend to positions j <= i."""
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
-
-
-def dropout(x: Tensor, p: float) -> Tensor:
-    """Inverted dropout (training mode): zero each element with probability ``p``, scale the rest
-    by 1 / (1 - p); the same distribution as ``F.dropout``.
-
-    On the CPU the keep-mask is drawn with ``torch.rand``: the ``bernoulli_`` behind ``F.dropout``
-    takes about twice as long there, and these draws are the largest cost of a training step
-    after the matrix products (docs/performance.md). Other devices use PyTorch's fused kernel.
-    """
-    if p == 0.0:
-        return x
-    if x.device.type != "cpu" or p >= 1.0:
-        return F.dropout(x, p, training=True)
-    return x * torch.rand_like(x).ge_(p).div_(1.0 - p)
-
-
-class Dropout(nn.Dropout):
-    """``nn.Dropout`` through :func:`dropout` (same parameters, state and repr)."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return dropout(x, self.p) if self.training else x
 
 
 def scaled_dot_product_attention(

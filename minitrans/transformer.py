@@ -13,8 +13,9 @@ import math
 import torch
 from torch import Tensor, nn
 
-from minitrans.attention import Dropout, MultiHeadAttention, make_padding_mask
+from minitrans.attention import MultiHeadAttention, make_padding_mask
 from minitrans.config import TransformerConfig
+from minitrans.dropout import Dropout, dropout_add, relu_dropout
 from minitrans.interface import AttentionMaps, Seq2SeqModel, State
 
 
@@ -43,7 +44,8 @@ class FeedForward(nn.Module):
         self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), Dropout(dropout), nn.Linear(d_ff, d_model))
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.net(x)
+        first, _, drop, second = self.net  # the Sequential names the parameters (net.0, net.3)
+        return second(relu_dropout(first(x), drop.p if self.training else 0.0))  # (B, L, F) -> (B, L, D)
 
 
 class Residual(nn.Module):
@@ -57,7 +59,7 @@ class Residual(nn.Module):
 
     def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
         out, weights = sublayer(self.norm(x) if self.norm_first else x)
-        x = x + self.dropout(out)
+        x = dropout_add(x, out, self.dropout.p if self.training else 0.0)  # x + Dropout(out), one pass
         return (x if self.norm_first else self.norm(x)), weights
 
 
