@@ -15,6 +15,9 @@ training step of the small benchmark model (docs/performance.md).
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import torch
 from torch import Tensor
 
@@ -25,9 +28,15 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     """logits (N, V), target (N,) -> the summed loss (); backward: (softmax − q) · grad."""
 
     @staticmethod
-    def forward(ctx, logits: Tensor, target: Tensor, label_smoothing: float, ignore_index: int) -> Tensor:
+    def forward(
+        ctx, logits: Tensor, target: Tensor, label_smoothing: float, ignore_index: int, overwrite: bool
+    ) -> Tensor:
         vocab = logits.shape[-1]
-        log_probs = torch.log_softmax(logits.float(), dim=-1)  # (N, V), float32 whatever the logits' dtype
+        owner = logits if logits._base is None else logits._base  # the tensor whose buffer this view shares
+        if overwrite and not owner.is_leaf and logits.dtype == torch.float32 and logits.is_contiguous():
+            log_probs = torch.log_softmax(logits, dim=-1, out=logits)  # (N, V), in the logits' own buffer
+        else:
+            log_probs = torch.log_softmax(logits.float(), dim=-1)  # (N, V), float32 whatever the logits' dtype
         ignored = (target == ignore_index).nonzero().squeeze(1)  # (P,) rows that are padding
         safe_target = target.index_fill(0, ignored, 0)  # (N,) a valid index on ignored rows
         per_token = log_probs.gather(1, safe_target[:, None]).squeeze(1) * -(1.0 - label_smoothing)  # (N,)
@@ -51,15 +60,43 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         if smoothing:
             scores.sub_(smoothing / vocab)
         scores.index_fill_(0, ignored, 0.0).mul_(grad)
-        return scores.to(ctx.logits_dtype), None, None, None
+        return scores.to(ctx.logits_dtype), None, None, None, None
 
 
-def token_loss(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0) -> Tensor:
+_OVERWRITE = threading.local()
+
+
+@contextlib.contextmanager
+def logits_overwritten():
+    """Within this context :func:`token_loss` overwrites the logits it is given (the training
+    step's, which nothing reads after the loss); see ``overwrite_logits``."""
+    previous = getattr(_OVERWRITE, "on", False)
+    _OVERWRITE.on = True
+    try:
+        yield
+    finally:
+        _OVERWRITE.on = previous
+
+
+def token_loss(
+    logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0, overwrite_logits: bool | None = None
+) -> Tensor:
     """Summed (label-smoothed) cross-entropy over real target tokens: logits (B, T, V),
     tgt_out (B, T) -> (). Computed in float32 whatever the logits' dtype (e.g. bfloat16 under
-    autocast); its gradient comes back in the logits' dtype."""
+    autocast); its gradient comes back in the logits' dtype.
+
+    ``overwrite_logits``: the caller is done with ``logits`` (the training step): float32
+    contiguous logits then hold the log-probabilities and later the gradient, so the whole
+    step allocates one (N, V) array instead of two, and does not fault a fresh one into memory.
+    Afterwards ``logits`` no longer holds the scores; a leaf tensor is never overwritten. (Were
+    they saved for the backward of the layer that made them, autograd would refuse the modified
+    tensor rather than go wrong.) None, the default: on inside :func:`logits_overwritten`."""
+    if overwrite_logits is None:
+        overwrite_logits = getattr(_OVERWRITE, "on", False)
     vocab = logits.shape[-1]
-    return _SmoothedCrossEntropy.apply(logits.reshape(-1, vocab), tgt_out.reshape(-1), float(label_smoothing), PAD_ID)
+    return _SmoothedCrossEntropy.apply(
+        logits.reshape(-1, vocab), tgt_out.reshape(-1), float(label_smoothing), PAD_ID, overwrite_logits
+    )
 
 
-__all__ = ["token_loss"]
+__all__ = ["logits_overwritten", "token_loss"]
