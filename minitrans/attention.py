@@ -48,8 +48,9 @@ def scaled_dot_product_attention(
     scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
     if mask is not None:
         # A finite fill keeps a fully masked row finite (and its keys' weights exactly 0 in any
-        # row with one real key); such rows are then zeroed below.
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        # row with one real key); such rows are then zeroed below. In place: the product is a
+        # fresh tensor that no backward keeps.
+        scores = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)  # (B, H, Lq, Lk)
     if mask is not None:
         has_key = mask.any(dim=-1, keepdim=True)  # (B, 1|H, 1|Lq, 1)
