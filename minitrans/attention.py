@@ -28,18 +28,6 @@ def make_causal_mask(length: int, device: torch.device | None = None) -> Tensor:
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
 
 
-def _scaled_scores(q: Tensor, k: Tensor) -> Tensor:
-    """Q Kᵀ / √Dk: (..., Lq, Dk), (..., Lk, Dk) -> (..., Lq, Lk). The scale rides in the product
-    (``baddbmm``'s alpha) rather than in a pass over Q, and K is laid out row by row (a plain
-    copy when it is a view of the heads, where ``q @ k.transpose(-2, -1)`` copies it transposed)."""
-    *lead, q_len, width = q.shape
-    q3, k3 = q.reshape(-1, q_len, width), k.reshape(-1, k.shape[-2], width)  # (B·H, Lq|Lk, Dk)
-    if q3.shape[0] != k3.shape[0]:  # broadcast batch dimensions: the plain form
-        return (q * width**-0.5) @ k.transpose(-2, -1)
-    scores = torch.baddbmm(q3.new_zeros(()), q3, k3.transpose(1, 2), beta=0.0, alpha=width**-0.5)
-    return scores.view(*lead, q_len, k3.shape[1])  # (B, H, Lq, Lk)
-
-
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,
@@ -57,7 +45,7 @@ def scaled_dot_product_attention(
     if is_causal:
         causal = make_causal_mask(q.shape[-2], q.device)
         mask = causal if mask is None else mask & causal
-    scores = _scaled_scores(q, k)  # (B, H, Lq, Lk)
+    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
     if mask is not None:
         # A finite fill keeps a fully masked row finite (and its keys' weights exactly 0 in any
         # row with one real key); such rows are then zeroed below. In place: the product is a
