@@ -15,9 +15,6 @@ training step of the small benchmark model (docs/performance.md).
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
 import torch
 from torch import Tensor
 
@@ -63,24 +60,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         return scores.to(ctx.logits_dtype), None, None, None, None
 
 
-_OVERWRITE = threading.local()
-
-
-@contextlib.contextmanager
-def logits_overwritten():
-    """Within this context :func:`token_loss` overwrites the logits it is given (the training
-    step's, which nothing reads after the loss); see ``overwrite_logits``."""
-    previous = getattr(_OVERWRITE, "on", False)
-    _OVERWRITE.on = True
-    try:
-        yield
-    finally:
-        _OVERWRITE.on = previous
-
-
-def token_loss(
-    logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0, overwrite_logits: bool | None = None
-) -> Tensor:
+def token_loss(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0, overwrite_logits: bool = False) -> Tensor:
     """Summed (label-smoothed) cross-entropy over real target tokens: logits (B, T, V),
     tgt_out (B, T) -> (). Computed in float32 whatever the logits' dtype (e.g. bfloat16 under
     autocast); its gradient comes back in the logits' dtype.
@@ -90,13 +70,11 @@ def token_loss(
     step allocates one (N, V) array instead of two, and does not fault a fresh one into memory.
     Afterwards ``logits`` no longer holds the scores; a leaf tensor is never overwritten. (Were
     they saved for the backward of the layer that made them, autograd would refuse the modified
-    tensor rather than go wrong.) None, the default: on inside :func:`logits_overwritten`."""
-    if overwrite_logits is None:
-        overwrite_logits = getattr(_OVERWRITE, "on", False)
+    tensor rather than go wrong.)"""
     vocab = logits.shape[-1]
     return _SmoothedCrossEntropy.apply(
         logits.reshape(-1, vocab), tgt_out.reshape(-1), float(label_smoothing), PAD_ID, overwrite_logits
     )
 
 
-__all__ = ["logits_overwritten", "token_loss"]
+__all__ = ["token_loss"]

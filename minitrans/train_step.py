@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from minitrans.config import PRECISIONS
 from minitrans.data.batching import Batch
-from minitrans.loss import logits_overwritten, token_loss
+from minitrans.loss import token_loss
 
 FUSED_ADAM_DEVICES = ("cpu", "cuda")  # where torch.optim.Adam(fused=True) has a kernel
 
@@ -108,9 +108,10 @@ def train_step(
         if autocast_dtype is None
         else torch.autocast(batch.src.device.type, dtype=autocast_dtype)
     )
-    with precision, logits_overwritten():  # nothing reads the logits after the loss: it reuses their buffer
+    with precision:
         logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = token_loss(logits, batch.tgt_out, label_smoothing) * loss_scale
+        # nothing reads the logits after the loss: it reuses their buffer
+        loss = token_loss(logits, batch.tgt_out, label_smoothing, overwrite_logits=True) * loss_scale
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     parameters = [p for group in optimizer.param_groups for p in group["params"]]

@@ -44,7 +44,7 @@ from minitrans.progress import TrainingProgress
 from minitrans.resume import AFRESH, check_same_run, find_resume_checkpoint, load_resume_checkpoint
 from minitrans.run_data import prepare_training_data
 from minitrans.run_folder import RunLock, clean_interrupted_saves
-from minitrans.schedule import inverse_sqrt_schedule, lr_factor  # noqa: F401 (inverse_sqrt_schedule: re-exported)
+from minitrans.schedule import lr_factor
 from minitrans.summary import RunSummary, summary_line
 from minitrans.tblog import log_hparams, log_layout
 from minitrans.tokenizer import Tokenizer

@@ -120,9 +120,9 @@ def test_benchmark_steps_with_the_trainers_step_and_loss(monkeypatch):
     calls = []
     real_loss = step_module.token_loss
 
-    def counted(*args):
+    def counted(*args, **kwargs):
         calls.append(args[2])
-        return real_loss(*args) * float("nan")  # a non-finite loss: the shared step skips the update
+        return real_loss(*args, **kwargs) * float("nan")  # a non-finite loss: the shared step skips the update
 
     monkeypatch.setattr(step_module, "token_loss", counted)
     bench.make_step(model, torch.device("cpu"))(collate([[5, 6, 3]], [[7, 8]]))

@@ -1,13 +1,11 @@
 """token_loss(overwrite_logits=True), the training step's form: the log-probabilities and then the
 gradient live in the logits' own buffer; values and gradients stay those of F.cross_entropy."""
 
-import contextlib
-
 import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.loss import logits_overwritten, token_loss
+from minitrans.loss import token_loss
 from minitrans.tokenizer import PAD_ID
 
 
@@ -65,11 +63,10 @@ def test_logits_saved_by_their_own_layer_make_backward_fail_loudly():
         loss.backward()
 
 
-def test_the_context_turns_overwriting_on_for_its_extent_only():
+def test_only_an_explicit_request_overwrites_the_logits():
     hidden, weight, bias, target = _layer_and_targets(3)
-    for inside in (False, True, False):
+    for overwrite in (False, True, False):
         logits = F.linear(hidden.clone().requires_grad_(), weight, bias)
         before = logits.detach().clone()
-        with logits_overwritten() if inside else contextlib.nullcontext():
-            token_loss(logits[None], target[None], 0.1)
-        assert torch.equal(logits.detach(), before) != inside
+        token_loss(logits[None], target[None], 0.1, **({"overwrite_logits": True} if overwrite else {}))
+        assert torch.equal(logits.detach(), before) != overwrite

@@ -125,9 +125,9 @@ def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeyp
     calls = {"count": 0}
     real_loss = step_module.token_loss
 
-    def poisoned(logits, tgt_out, smoothing):  # batches 3 and 4 give NaN: two bad steps in a row
+    def poisoned(logits, tgt_out, smoothing, **kwargs):  # batches 3 and 4 give NaN: two bad steps in a row
         calls["count"] += 1
-        loss = real_loss(logits, tgt_out, smoothing)
+        loss = real_loss(logits, tgt_out, smoothing, **kwargs)
         return loss * float("nan") if calls["count"] in (3, 4) else loss
 
     monkeypatch.setattr(step_module, "token_loss", poisoned)
@@ -149,7 +149,7 @@ def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact
     monkeypatch.setattr(
         step_module,
         "token_loss",
-        lambda *a: real_loss(*a) * (float("inf") if trainer.state.step >= 5 else 1.0),
+        lambda *a, **k: real_loss(*a, **k) * (float("inf") if trainer.state.step >= 5 else 1.0),
     )
     with pytest.raises(TrainingError, match="3 non-finite steps in a row after step 5") as error:
         trainer.fit()
@@ -164,7 +164,7 @@ def test_a_run_that_diverges_before_its_first_checkpoint_names_none(tmp_path, ti
 
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=2", "trainer.eval_every=1000")
     real_loss = step_module.token_loss
-    monkeypatch.setattr(step_module, "token_loss", lambda *a: real_loss(*a) * float("nan"))
+    monkeypatch.setattr(step_module, "token_loss", lambda *a, **k: real_loss(*a, **k) * float("nan"))
     with pytest.raises(TrainingError, match="no checkpoint was written yet") as error:
         Trainer(cfg, tmp_path / "run").fit()
     assert "last.pt" not in str(error.value)

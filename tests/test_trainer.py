@@ -21,7 +21,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from minitrans.checkpoint import load_checkpoint
 from minitrans.config import ConfigError
-from minitrans.trainer import Trainer, inverse_sqrt_schedule, train
+from minitrans.schedule import inverse_sqrt_schedule
+from minitrans.trainer import Trainer, train
 from minitrans.translate import Translator
 from minitrans.utils import StopRequest
 
