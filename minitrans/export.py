@@ -183,10 +183,8 @@ def export_ctranslate2(
 
     if quantization is not None and quantization not in ACCEPTED_MODEL_TYPES:
         raise ExportError(f"unknown quantization {quantization!r}; choose one of {', '.join(ACCEPTED_MODEL_TYPES)}")
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not force:
-        raise ExportError(f"{out_dir} already exists (use --force to replace it)")
     checkpoint = resolve_checkpoint(checkpoint)
+    out_dir = check_replaceable(out_dir, force, keep=checkpoint)
     translator = Translator.from_checkpoint(checkpoint, "cpu")
     check_exportable(translator.model)
     tokenizer = translator.tokenizer
@@ -210,15 +208,85 @@ def export_ctranslate2(
         files = {path.name: path for path in sorted(staging.iterdir())}
         # Convert next to the target, then swap in: a failed export leaves nothing half-written.
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
+        remove_partial_exports(out_dir)
+        partial = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.{PARTIAL_TAG}"))
         try:
-            _converter(translator.model, tokenizer, files).convert(str(partial), quantization=quantization, force=True)
+            (partial / PARTIAL_MARKER).touch()
+            converted = partial / "export"
+            _converter(translator.model, tokenizer, files).convert(str(converted), quantization=quantization)
             if out_dir.exists():
+                check_replaceable(out_dir, force, keep=checkpoint)  # still ours to replace, just before
                 shutil.rmtree(out_dir)
-            partial.rename(out_dir)
+            converted.rename(out_dir)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return out_dir
 
 
-__all__ = ["ENGINES", "ExportError", "check_exportable", "export_ctranslate2", "transformer_spec"]
+PARTIAL_TAG = "partial-"
+PARTIAL_MARKER = ".minitrans-partial-export"  # inside a staging folder: only folders holding it are cleaned
+
+
+def is_export(path: Path) -> bool:
+    """True for a folder an earlier export wrote: it holds our marker file with our format."""
+    try:
+        metadata = json.loads((path / METADATA).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(metadata, dict) and metadata.get("format") == FORMAT
+
+
+def check_replaceable(out_dir: str | Path, force: bool, keep: Path | None = None) -> Path:
+    """The absolute folder to export into, or :class:`ExportError` when writing there could lose data.
+
+    A folder that does not exist is always fine. An existing one is replaced only with ``force``,
+    and only when it is empty or an earlier export (it holds our marker file): never the current
+    folder or one above it, the folder that holds ``keep`` (the checkpoint being exported), or a
+    folder with anything else in it — a run folder, a home directory, a typo.
+    """
+    out_dir = Path(out_dir).expanduser().absolute()
+    resolved = out_dir.resolve()
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise ExportError(f"refusing to export into {out_dir}: it is the current folder or holds it; name a new folder")
+    if keep is not None and (resolved == Path(keep).resolve() or resolved in Path(keep).resolve().parents):
+        raise ExportError(
+            f"refusing to export into {out_dir}: it holds the checkpoint being exported; name a new folder"
+        )
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        raise ExportError(f"refusing to replace {out_dir}: it is not a folder; name a new folder")
+    if not out_dir.exists():
+        return out_dir
+    if not force:
+        raise ExportError(f"{out_dir} already exists (use --force to replace an earlier export)")
+    if is_export(out_dir) or not any(out_dir.iterdir()):
+        return out_dir
+    raise ExportError(
+        f"refusing to replace {out_dir}: --force replaces only an earlier export (a folder holding {METADATA}) "
+        "or an empty folder, and this one holds other files; name a new folder"
+    )
+
+
+def remove_partial_exports(out_dir: Path) -> list[Path]:
+    """Remove staging folders that an export into ``out_dir`` left when it was killed; returns them.
+
+    Only folders named like ours *and* holding the staging marker are removed, so nothing this
+    module did not write is touched.
+    """
+    removed = []
+    for path in out_dir.parent.glob(f".{out_dir.name}.{PARTIAL_TAG}*"):
+        if path.is_dir() and not path.is_symlink() and (path / PARTIAL_MARKER).is_file():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+__all__ = [
+    "ENGINES",
+    "ExportError",
+    "check_exportable",
+    "check_replaceable",
+    "export_ctranslate2",
+    "is_export",
+    "transformer_spec",
+]

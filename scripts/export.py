@@ -23,12 +23,19 @@ QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="export.py", description="Export a minitrans Transformer to CTranslate2.")
     parser.add_argument("checkpoint", help="a run folder or a .pt checkpoint")
-    parser.add_argument("out_dir", help="the folder to write (refused if it exists, unless --force)")
+    parser.add_argument(
+        "out_dir",
+        help="the folder to write (refused if it exists; --force replaces only an earlier export or an empty folder)",
+    )
     parser.add_argument("--to", choices=ENGINES, default="ctranslate2", help="the inference engine (ctranslate2)")
     parser.add_argument(
         "--quantization", choices=QUANTIZATIONS, default=None, help="weight type (default: float32, as trained)"
     )
-    parser.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT_DIR when it is an earlier export or empty (never a run folder or the current folder)",
+    )
     return parser.parse_args(argv)
 
 

@@ -169,6 +169,70 @@ def test_export_refuses_an_existing_folder_an_rnn_and_a_bad_quantization(exporte
     assert is_exported(folder)
 
 
+@needs_ct2
+def test_force_never_replaces_what_the_export_did_not_write(exported, tmp_path, monkeypatch):
+    """--force replaces an earlier export or an empty folder only: not the current folder, a parent
+    of it, the run folder being exported, or a folder holding anything else."""
+    run, _ = exported
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    (work / "notes.txt").write_text("mine")
+    (work / "sub" / "data.txt").write_text("mine too")
+    monkeypatch.chdir(work)
+    before = sorted(str(p.relative_to(work)) for p in work.rglob("*"))
+    for target, message in ((".", "current folder"), ("..", "current folder"), (str(work), "current folder")):
+        with pytest.raises(ExportError, match=message):
+            export_ctranslate2(run, target, force=True)
+    with pytest.raises(ExportError, match="only an earlier export"):
+        export_ctranslate2(run, work / "sub", force=True)
+    assert sorted(str(p.relative_to(work)) for p in work.rglob("*")) == before
+    assert (work / "notes.txt").read_text() == "mine"
+
+    checkpoints = sorted(p.name for p in run.rglob("*"))
+    with pytest.raises(ExportError, match="holds the checkpoint"):
+        export_ctranslate2(run, run, force=True)
+    with pytest.raises(ExportError, match="holds the checkpoint"):
+        export_ctranslate2(run, run / "checkpoints", force=True)
+    assert sorted(p.name for p in run.rglob("*")) == checkpoints
+
+    empty = work / "empty"
+    empty.mkdir()
+    assert is_exported(export_ctranslate2(run, empty, force=True))  # an empty folder may be filled
+    (work / "file").write_text("x")
+    with pytest.raises(ExportError, match="not a folder"):
+        export_ctranslate2(run, work / "file", force=True)
+
+
+@needs_ct2
+def test_a_killed_exports_staging_folder_is_cleaned_and_nothing_else(exported, tmp_path):
+    run, _ = exported
+    stale = tmp_path / ".out.partial-abc123"
+    stale.mkdir()
+    (stale / ".minitrans-partial-export").touch()
+    (stale / "export").mkdir()
+    lookalike = tmp_path / ".out.partial-mine"  # named like ours, but we did not write it
+    lookalike.mkdir()
+    (lookalike / "keep.txt").write_text("x")
+    export_ctranslate2(run, tmp_path / "out")
+    assert not stale.exists() and (lookalike / "keep.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.partial-mine", "out"]
+
+
+@needs_ct2
+def test_export_script_force_on_the_current_folder_deletes_nothing(exported, tmp_path, monkeypatch, capsys):
+    run, _ = exported
+    spec = importlib.util.spec_from_file_location("export_script", ROOT / "scripts" / "export.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (tmp_path / "precious.txt").write_text("keep me")
+    monkeypatch.chdir(tmp_path)
+    assert script.main([str(run), ".", "--force"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("error:") and "current folder" in error and error.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["precious.txt"]
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
 def test_without_ctranslate2_export_and_translate_say_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import ctranslate2 -> ImportError
     run = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt").parents[1]
