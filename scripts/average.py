@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from minitrans.averaging import average_checkpoints
-from minitrans.checkpoint import CheckpointError, save_checkpoint
+from minitrans.core.checkpoint import CheckpointError, save_checkpoint
+from minitrans.runs.averaging import average_checkpoints
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

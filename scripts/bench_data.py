@@ -4,14 +4,14 @@
     nice python scripts/bench_data.py --pairs 200000 --json figures.json
     nice python scripts/bench_data.py -- data.spm_sample=100000   # settings for the measured runs
 
-Thin by design: everything lives in :mod:`minitrans.benchmark_data`.
+Thin by design: everything lives in :mod:`minitrans.bench.data`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from minitrans.benchmark_data import main
+from minitrans.bench.data import main
 
 if __name__ == "__main__":
     main(Path(__file__).resolve())

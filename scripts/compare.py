@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from minitrans.compare import compare
+from minitrans.runs.compare import compare
 
 DESCRIPTION = "Compare finished runs: a Markdown table of their scores, and plots across them."
 EPILOG = """\

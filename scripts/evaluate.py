@@ -26,18 +26,18 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from minitrans.checkpoint import CheckpointError, resolve_checkpoint
-from minitrans.config import (
+from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
+from minitrans.core.config import (
     BEAM_RANGE,
     DecodingOptions,
     add_decoding_flags,
     cli_number,
 )
-from minitrans.ct2 import is_exported, load_translator
+from minitrans.core.metrics import bleu_by_length, corpus_scores
+from minitrans.core.textio import plain_truncation_warnings
+from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split
-from minitrans.metrics import bleu_by_length, corpus_scores
-from minitrans.textio import plain_truncation_warnings
-from minitrans.utils import pick_device, write_atomic
+from minitrans.inference.ct2 import is_exported, load_translator
 
 
 def run_folder(checkpoint: Path) -> Path:

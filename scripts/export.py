@@ -6,7 +6,7 @@ OUT_DIR is self-contained (weights, vocabularies, SentencePiece models, the run'
 extra: ``pip install 'minitrans[export]'``. Exit status: 0 done, 1 the model cannot be exported
 or read (one ``error:`` line), 2 bad arguments.
 
-Thin by design: everything is in ``minitrans.export``.
+Thin by design: everything is in ``minitrans.inference.export``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from minitrans.checkpoint import CheckpointError
-from minitrans.export import ENGINES, ExportError, export_ctranslate2
+from minitrans.core.checkpoint import CheckpointError
+from minitrans.inference.export import ENGINES, ExportError, export_ctranslate2
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32")
 

@@ -4,7 +4,7 @@ Prints ``http://127.0.0.1:PORT``: a page where any sentence gets its translation
 attention map (two runs: side by side), and a JSON API (``POST /translate``) for scripts.
 Ctrl-C stops it. Needs the web extra: ``pip install -e ".[demo]"``.
 
-Thin by design: the app lives in ``minitrans.serve``. Exit status: 130 after Ctrl-C (as for training), 1 for an
+Thin by design: the app lives in ``minitrans.serve.app``. Exit status: 130 after Ctrl-C (as for training), 1 for an
 unusable checkpoint, a port that cannot be bound or missing web dependencies, 2 for bad options.
 """
 
@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 
-from minitrans.config import BEAM_RANGE
+from minitrans.core.config import BEAM_RANGE
 
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -70,14 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import uvicorn
 
-        from minitrans.serve import Limits, ServedModel, create_app
+        from minitrans.serve.app import Limits, ServedModel, create_app
     except ModuleNotFoundError as error:
         if error.name and error.name.split(".")[0] in WEB_MODULES:
             print(f'error: the web app needs {error.name}: pip install -e ".[demo]"', file=sys.stderr)
             return 1
         raise
-    from minitrans.checkpoint import CheckpointError
-    from minitrans.utils import pick_device
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.core.utils import pick_device
 
     try:
         device = pick_device(args.device)

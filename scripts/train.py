@@ -26,8 +26,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from minitrans.config import ConfigError
-from minitrans.hydra_config import check_command_line, register_configs, to_dataclass
+from minitrans.core.config import ConfigError
+from minitrans.core.hydra_config import check_command_line, register_configs, to_dataclass
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 log = logging.getLogger("minitrans")
@@ -44,8 +44,8 @@ def main(cfg: DictConfig) -> float | None:
     # imported here so that a mistyped command line is refused in a second, not after torch loads
     import datasets
 
-    from minitrans.checkpoint import CheckpointError
-    from minitrans.trainer import TrainingError, TrainingStopped, summary_line, train
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.training.trainer import TrainingError, TrainingStopped, summary_line, train
 
     datasets.disable_progress_bars()  # tqdm shows training progress; corpus preparation stays quiet
     hydra_cfg = HydraConfig.get()
@@ -74,7 +74,7 @@ def main(cfg: DictConfig) -> float | None:
 def check_run_dir_argument(args: list[str]) -> str | None:
     """A ``hydra.run.dir=`` on the command line that is empty, a file, not writable or in use by
     another training process, refused before Hydra writes anything into it."""
-    from minitrans.run_folder import check_run_dir
+    from minitrans.core.run_folder import check_run_dir
 
     given = [arg.partition("=")[2] for arg in args if arg.startswith("hydra.run.dir=")]
     if not given or any(flag in args for flag in ("-m", "--multirun")):
@@ -90,8 +90,8 @@ def torchrun_overrides(args: list[str]) -> list[str]:
     """Under torchrun, every rank must write to the same run folder: rank 0 picks the time
     stamp that Hydra's default folder name (conf/hydra/default.yaml) would use, and only rank 0
     writes Hydra's files and logs."""
-    from minitrans import distributed
-    from minitrans.run_folder import claim_new_folder
+    from minitrans.core.run_folder import claim_new_folder
+    from minitrans.training import distributed
 
     info = distributed.init()
     extra = []
@@ -117,5 +117,5 @@ if __name__ == "__main__":
     except KeyboardInterrupt:  # Ctrl-C before training started, or a second one during it
         fail("interrupted", 130)
     finally:
-        if "minitrans.distributed" in sys.modules:
-            sys.modules["minitrans.distributed"].shutdown()
+        if "minitrans.training.distributed" in sys.modules:
+            sys.modules["minitrans.training.distributed"].shutdown()

@@ -10,7 +10,7 @@ RUN_OR_CHECKPOINT is a .pt file or a run folder (its checkpoints/averaged.pt, el
 else last.pt), or a folder written by scripts/export.py, which CTranslate2 then translates with
 (same flags; no attention maps, no forced scoring).
 
-Thin by design: reading and writing text here, everything else in ``minitrans.translate``.
+Thin by design: reading and writing text here, everything else in ``minitrans.inference.translator``.
 """
 
 from __future__ import annotations
@@ -24,20 +24,21 @@ from pathlib import Path
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from minitrans.checkpoint import CheckpointError
-from minitrans.config import (
+from minitrans.core.checkpoint import CheckpointError
+from minitrans.core.config import (
     BEAM_RANGE,
     MAX_POSITIONS,
     DecodingOptions,
     add_decoding_flags,
     cli_number,
 )
-from minitrans.coverage import language_name
-from minitrans.ct2 import load_translator
-from minitrans.lines import score_lines, translate_lines
-from minitrans.textio import InputError, numbered_path, plain_truncation_warnings, read_sentences
-from minitrans.translate import Translator, translate_with_attention
-from minitrans.utils import pick_device, write_atomic
+from minitrans.core.textio import InputError, numbered_path, plain_truncation_warnings, read_sentences
+from minitrans.core.utils import pick_device, write_atomic
+from minitrans.inference.coverage import language_name
+from minitrans.inference.ct2 import load_translator
+from minitrans.inference.lines import score_lines, translate_lines
+from minitrans.inference.translator import Translator
+from minitrans.runs.viz import translate_with_attention
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -220,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--device {args.device}: no such device on this machine") from None
         translator = load_translator(args.checkpoint, device)  # a CTranslate2 export or a checkpoint
         if args.info:
-            from minitrans.model_card import model_card
+            from minitrans.inference.model_card import model_card
 
             print(model_card(translator, args.checkpoint))
             return 0

@@ -52,7 +52,7 @@ def tiny_config(tiny_overrides):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from minitrans.hydra_config import register_configs, to_dataclass
+    from minitrans.core.hydra_config import register_configs, to_dataclass
 
     register_configs()
 

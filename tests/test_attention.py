@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from minitrans.attention import (
+from minitrans.models.attention import (
     MultiHeadAttention,
     make_causal_mask,
     make_padding_mask,

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.attention import (
+from minitrans.core.config import TransformerConfig
+from minitrans.models.attention import (
     Dropout,
     MultiHeadAttention,
     dropout,
@@ -15,8 +16,7 @@ from minitrans.attention import (
     make_padding_mask,
     scaled_dot_product_attention,
 )
-from minitrans.config import TransformerConfig
-from minitrans.transformer import Transformer
+from minitrans.models.transformer import Transformer
 
 PAD = 0
 TOL = {"atol": 1e-5, "rtol": 1e-5}
@@ -234,7 +234,7 @@ def test_module_dropout_acts_in_training_only_and_defaults_to_none():
 
 def test_the_fused_kernel_serves_exactly_where_it_has_what_is_asked(monkeypatch):
     """Fused unless weights are wanted or CPU dropout is on (PyTorch's CPU kernel has none)."""
-    import minitrans.attention as attention
+    import minitrans.models.attention as attention
 
     calls = []
     real = attention.fused_attention

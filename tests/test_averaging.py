@@ -10,10 +10,10 @@ import pytest
 import torch
 from test_translate import build_checkpoint
 
-from minitrans.averaging import average_checkpoints, average_state_dicts
-from minitrans.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from minitrans.trainer import train
-from minitrans.translate import Translator
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitrans.inference.translator import Translator
+from minitrans.runs.averaging import average_checkpoints, average_state_dicts
+from minitrans.training.trainer import train
 
 ROOT = Path(__file__).resolve().parents[1]
 

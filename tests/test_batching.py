@@ -5,7 +5,7 @@ import random
 import pytest
 
 from minitrans.data.batching import TokenBatchSampler, collate, padding_fraction
-from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
 def lengths(n=2000, seed=0):

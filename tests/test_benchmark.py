@@ -9,11 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from minitrans import benchmark_training as bench
-from minitrans.benchmark_measure import training_flops
-from minitrans.benchmark_reference import TorchTransformer, build
-from minitrans.benchmark_training import SIZES
-from minitrans.config import TransformerConfig
+from minitrans.bench import training as bench
+from minitrans.bench.measure import training_flops
+from minitrans.bench.reference import TorchTransformer, build
+from minitrans.bench.training import SIZES
+from minitrans.core.config import TransformerConfig
 
 
 def linear_weights(model: nn.Module) -> int:
@@ -91,7 +91,7 @@ def small_run(tmp_path_factory) -> Path:
     """A tiny untrained model whose config names a generated corpus of 3 test sentences."""
     from test_translate import build_checkpoint
 
-    from minitrans.config import DataConfig
+    from minitrans.core.config import DataConfig
 
     folder = tmp_path_factory.mktemp("bench_run")
     data = DataConfig(num_train=20, num_valid=4, num_test=3, min_words=3, max_words=6)
@@ -109,9 +109,9 @@ def test_decoding_figures_come_from_the_decoding_benchmark_on_the_runs_own_corpu
 
 
 def test_benchmark_steps_with_the_trainers_step_and_loss(monkeypatch):
-    """The benchmark times minitrans.train_step (whose loss is minitrans.loss.token_loss): a
+    """The benchmark times minitrans.training.step (whose loss is minitrans.models.loss.token_loss): a
     poisoned loss there reaches the benchmark's step, so there is no second copy to drift."""
-    import minitrans.train_step as step_module
+    import minitrans.training.step as step_module
     from minitrans.data.batching import collate
 
     torch.manual_seed(0)

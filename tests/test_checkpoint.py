@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-import minitrans.checkpoint as checkpoint
-from minitrans.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+import minitrans.core.checkpoint as checkpoint
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 
 def payload(value: float) -> dict:
@@ -65,7 +65,7 @@ def test_a_process_killed_during_a_save_leaves_the_previous_checkpoint_intact(tm
     save_checkpoint(payload(1.0), path)
     code = f"""
 import io, os, signal, torch
-import minitrans.checkpoint as checkpoint
+import minitrans.core.checkpoint as checkpoint
 real_save = torch.save
 def half_then_die(obj, file):
     buffer = io.BytesIO()

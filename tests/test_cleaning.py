@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from minitrans.config import CleanConfig, ConfigError
+from minitrans.core.config import CleanConfig, ConfigError
 from minitrans.data.cleaning import clean_pairs, emptied_message
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitrans.compare import compare, comparison_table, find_runs, heads_dk_grid, plot_bleu_by_length, run_labels
+from minitrans.runs.compare import compare, comparison_table, find_runs, heads_dk_grid, plot_bleu_by_length, run_labels
 
 PNG = b"\x89PNG\r\n\x1a\n"
 ROOT = Path(__file__).resolve().parents[1]
@@ -196,8 +196,8 @@ def test_evaluate_results_reach_the_table_and_steps_read_like_parameters(tmp_pat
 
 
 def test_each_model_kind_keeps_its_colour_across_plots(tmp_path):
-    from minitrans.compare import line_styles
-    from minitrans.viz import MODEL_COLORS
+    from minitrans.runs.compare import line_styles
+    from minitrans.runs.viz import MODEL_COLORS
 
     one = line_styles(["transformer", "rnn", "rnn_attention"])
     other = line_styles(["rnn_attention", "transformer", "rnn", "transformer"])  # another order, a repeat

@@ -8,15 +8,15 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from minitrans.config import (
+from minitrans.core.config import (
     DataConfig,
     RNNConfig,
     TrainConfig,
     TrainerConfig,
     TransformerConfig,
 )
-from minitrans.hydra_config import register_configs, to_dataclass
-from minitrans.models import VocabSizes, build_model
+from minitrans.core.hydra_config import register_configs, to_dataclass
+from minitrans.models.build import VocabSizes, build_model
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 register_configs()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from minitrans.config import ConfigError, TrainerConfig, TransformerConfig
-from minitrans.hydra_config import check_command_line
+from minitrans.core.config import ConfigError, TrainerConfig, TransformerConfig
+from minitrans.core.hydra_config import check_command_line
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
@@ -123,7 +123,7 @@ def test_a_missing_data_folder_is_one_error_line(tmp_path, run_train):
 
 
 def test_data_problems_found_when_the_corpus_is_read_name_the_key(tmp_path, tiny_config):
-    from minitrans.run_data import prepare_training_data
+    from minitrans.training.run_data import prepare_training_data
 
     missing = tiny_config("data=multi30k", f"data.root={tmp_path / 'nowhere'}")
     with pytest.raises(ConfigError, match=r"^data\.root: .*nowhere.*prepare\.py"):
@@ -212,7 +212,7 @@ def test_evaluate_refuses_a_negative_limit(capsys):
 def test_a_device_this_machine_lacks_is_a_config_error():
     import torch
 
-    from minitrans.trainer import training_device as pick_device
+    from minitrans.training.trainer import training_device as pick_device
 
     if not torch.backends.mps.is_available():
         with pytest.raises(ConfigError, match="^trainer.device: mps was asked for"):
@@ -227,10 +227,10 @@ def test_a_device_this_machine_lacks_is_a_config_error():
 @pytest.mark.parametrize(
     ("entry", "flags", "expected"),
     [
-        ("benchmark_training", ["--dropout", "1"], "--dropout: must be in [0, 1), got 1.0"),
-        ("benchmark_training", ["--steps", "0"], "--steps: must be in [1, 1_000_000], got 0"),
-        ("benchmark_training", ["--threads", "nan"], "--threads: not an integer: 'nan'"),
-        ("benchmark_decoding", ["RUN", "--beams", "1", "10000"], "--beams: must be in [1, 100], got 10000"),
+        ("bench.training", ["--dropout", "1"], "--dropout: must be in [0, 1), got 1.0"),
+        ("bench.training", ["--steps", "0"], "--steps: must be in [1, 1_000_000], got 0"),
+        ("bench.training", ["--threads", "nan"], "--threads: not an integer: 'nan'"),
+        ("bench.decoding", ["RUN", "--beams", "1", "10000"], "--beams: must be in [1, 100], got 10000"),
         ("serve", ["RUN", "--max-beam", "10000"], "--max-beam must be in [1, 100], got 10000"),
     ],
 )

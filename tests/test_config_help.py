@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from minitrans.config import CleanConfig, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
-from minitrans.config_help import HIDDEN_PREFIX, field_comments, help_config, help_text
-from minitrans.hydra_config import check_command_line
+from minitrans.core.config import CleanConfig, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
+from minitrans.core.config_help import HIDDEN_PREFIX, field_comments, help_config, help_text
+from minitrans.core.hydra_config import check_command_line
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 SCHEMAS = [TransformerConfig, RNNConfig, DataConfig, CleanConfig, TrainerConfig]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from minitrans.coverage import TrainingRecord, rebuild_record, words
 from minitrans.data.generated import coverage_summary, example_pairs, generate_corpus
+from minitrans.inference.coverage import TrainingRecord, rebuild_record, words
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.config import RNNConfig, TransformerConfig
+from minitrans.core.config import RNNConfig, TransformerConfig
 from minitrans.data.batching import collate
-from minitrans.decoding import (
+from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from minitrans.inference.decoding import (
     beam_search,
     beam_search_nbest,
     greedy_decode,
@@ -22,10 +23,9 @@ from minitrans.decoding import (
     search,
     translate_ids,
 )
-from minitrans.interface import Seq2SeqModel
-from minitrans.rnn import AttentionRNN, FixedContextRNN
-from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from minitrans.transformer import Transformer
+from minitrans.models.interface import Seq2SeqModel
+from minitrans.models.rnn import AttentionRNN, FixedContextRNN
+from minitrans.models.transformer import Transformer
 
 VOCAB = 20
 # The sizes these tests were written for (the model constructors' former defaults: 3 + 3 layers,

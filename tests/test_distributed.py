@@ -11,9 +11,9 @@ import torch
 from conftest import TRAIN_SCRIPT, script_env
 from test_resume import scalars, weights
 
-from minitrans.checkpoint import load_checkpoint
-from minitrans.distributed import DistInfo, shard
-from minitrans.trainer import train
+from minitrans.core.checkpoint import load_checkpoint
+from minitrans.training.distributed import DistInfo, shard
+from minitrans.training.trainer import train
 
 
 def test_every_sentence_of_a_global_batch_goes_to_exactly_one_rank():

@@ -12,13 +12,13 @@ import pytest
 import sacrebleu
 import torch
 
-from minitrans.checkpoint import save_checkpoint
-from minitrans.config import DataConfig, TrainConfig, TransformerConfig
+from minitrans.core.checkpoint import save_checkpoint
+from minitrans.core.config import DataConfig, TrainConfig, TransformerConfig
+from minitrans.core.metrics import corpus_scores
 from minitrans.data.corpus import load_run_split
 from minitrans.data.generated import generate_corpus
-from minitrans.metrics import corpus_scores
-from minitrans.models import build_model
-from minitrans.tokenizer import Tokenizer
+from minitrans.data.tokenizer import Tokenizer
+from minitrans.models.build import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 DE = ["Ein Mann fährt Fahrrad.", "Eine Frau liest ein Buch.", "Zwei Hunde spielen im Park.", "", "Ein Kind lacht."]

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitrans.checkpoint import save_checkpoint
-from minitrans.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
-from minitrans.ct2 import Ct2Error, Ct2Translator, is_exported, load_translator
-from minitrans.export import ExportError, check_exportable, export_ctranslate2
-from minitrans.models import build_model
-from minitrans.tokenizer import EOS_ID, Tokenizer
-from minitrans.translate import Translator
+from minitrans.core.checkpoint import save_checkpoint
+from minitrans.core.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.data.tokenizer import EOS_ID, Tokenizer
+from minitrans.inference.ct2 import Ct2Error, Ct2Translator, is_exported, load_translator
+from minitrans.inference.export import ExportError, check_exportable, export_ctranslate2
+from minitrans.inference.translator import Translator
+from minitrans.models.build import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_CT2 = importlib.util.find_spec("ctranslate2") is not None
@@ -329,7 +329,7 @@ def test_export_script_without_ctranslate2_is_one_line(tmp_path):
 # -- the side-by-side benchmark ---------------------------------------------------------------
 @needs_ct2
 def test_benchmark_puts_our_decoder_beside_ctranslate2(exported, monkeypatch, capsys, tmp_path):
-    from minitrans import benchmark_decoding as bench
+    from minitrans.bench import decoding as bench
 
     run, _ = exported
     monkeypatch.setattr(bench, "load_run_split", lambda config, split: (SENTENCES[:12], SENTENCES[:12], "given"))

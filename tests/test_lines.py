@@ -9,11 +9,11 @@ import math
 import pytest
 from test_translate import SRC, build_checkpoint, load_script, pipe_stdin
 
-from minitrans.config import DecodingOptions
-from minitrans.coverage import TrainingRecord
-from minitrans.decoding import length_normalizer
-from minitrans.lines import join, score_lines, split_sentences, translate_lines
-from minitrans.translate import Translation, Translator
+from minitrans.core.config import DecodingOptions
+from minitrans.inference.coverage import TrainingRecord
+from minitrans.inference.decoding import length_normalizer
+from minitrans.inference.lines import join, score_lines, split_sentences, translate_lines
+from minitrans.inference.translator import Translation, Translator
 
 TWO = "Ein mann fährt fahrrad. Eine frau liest ein buch."
 HYPOTHESIS_KEYS = {"text", "pieces", "score", "log_prob", "alignment", "is_finished"}

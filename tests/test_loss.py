@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.loss import token_loss
-from minitrans.tokenizer import PAD_ID
+from minitrans.data.tokenizer import PAD_ID
+from minitrans.models.loss import token_loss
 
 
 def reference(logits, tgt_out, label_smoothing):

@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.loss import token_loss
-from minitrans.tokenizer import PAD_ID
+from minitrans.data.tokenizer import PAD_ID
+from minitrans.models.loss import token_loss
 
 
 def _layer_and_targets(seed=0, rows=37, width=12, vocab=50):

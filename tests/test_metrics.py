@@ -3,7 +3,7 @@
 import pytest
 import sacrebleu
 
-from minitrans.metrics import bleu_by_length, bucket_label, corpus_scores
+from minitrans.core.metrics import bleu_by_length, bucket_label, corpus_scores
 
 
 def test_scores_agree_with_sacrebleu_on_known_strings():

@@ -12,7 +12,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from minitrans.config import CleanConfig, ConfigError, DataConfig
+from minitrans.core.config import CleanConfig, ConfigError, DataConfig
 from minitrans.data.corpus import load_split, prepare_corpus
 
 EN = [f"the dog number {i} runs home ." for i in range(60)]
@@ -212,7 +212,7 @@ def test_missing_folder_and_too_few_pairs_to_hold_out(tmp_path, folder):
 def test_a_run_on_a_folder_reports_its_data_and_holds_ids_compactly(tmp_path, tiny_config):
     from minitrans.data.generated import generate_corpus
     from minitrans.data.token_ids import TokenIds
-    from minitrans.trainer import Trainer
+    from minitrans.training.trainer import Trainer
 
     corpus = generate_corpus(num_train=120, num_valid=1, num_test=1, min_words=3, max_words=8, seed=3)["train"]
     root = tmp_path / "de-en"
@@ -241,7 +241,7 @@ def test_a_run_on_a_folder_reports_its_data_and_holds_ids_compactly(tmp_path, ti
 
 def test_damaged_cache_entries_are_rebuilt(folder, tmp_path):
     from minitrans.data.tokenize import tokenize_pairs
-    from minitrans.tokenizer import Tokenizer
+    from minitrans.data.tokenizer import Tokenizer
 
     cfg = config(tmp_path, root=str(folder), test_splits=["tst2020"])
     corpus = prepare_corpus(cfg)

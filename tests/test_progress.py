@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from minitrans.progress import TrainingProgress
+from minitrans.training.progress import TrainingProgress
 
 
 @contextlib.contextmanager
@@ -22,7 +22,7 @@ def console_log():
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     try:
-        yield logging.getLogger("minitrans.trainer")
+        yield logging.getLogger("minitrans.training.trainer")
     finally:
         root.removeHandler(handler)
         root.setLevel(level)

@@ -15,8 +15,8 @@ import torch
 from conftest import REPO, script_env, train_command
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from minitrans.checkpoint import load_checkpoint
-from minitrans.trainer import Trainer, TrainingError, train
+from minitrans.core.checkpoint import load_checkpoint
+from minitrans.training.trainer import Trainer, TrainingError, train
 
 LOGGED = ["trainer.log_every=1", "trainer.eval_every=1000"]  # every step's loss; no evaluation on the way
 
@@ -119,7 +119,7 @@ def test_sigterm_and_sigint_checkpoint_exit_cleanly_and_the_rerun_resumes(tmp_pa
 
 
 def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeypatch):
-    import minitrans.train_step as step_module
+    import minitrans.training.step as step_module
 
     cfg = tiny_config("trainer.max_steps=6", "trainer.max_bad_steps=3", "trainer.eval_every=1000")
     calls = {"count": 0}
@@ -141,7 +141,7 @@ def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeyp
 
 
 def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact(tmp_path, tiny_config, monkeypatch):
-    import minitrans.train_step as step_module
+    import minitrans.training.step as step_module
 
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=3", "trainer.checkpoint_every=2")
     real_loss = step_module.token_loss
@@ -160,7 +160,7 @@ def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact
 
 
 def test_a_run_that_diverges_before_its_first_checkpoint_names_none(tmp_path, tiny_config, monkeypatch):
-    import minitrans.train_step as step_module
+    import minitrans.training.step as step_module
 
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=2", "trainer.eval_every=1000")
     real_loss = step_module.token_loss
@@ -203,9 +203,9 @@ def test_the_same_seed_gives_bitwise_the_same_weights_and_another_seed_does_not(
 
 
 def test_a_run_folder_resumes_only_the_model_and_data_it_was_trained_with(tmp_path, tiny_config):
-    from minitrans.checkpoint import CheckpointError
-    from minitrans.config import ConfigError
-    from minitrans.coverage import TrainingRecord
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.core.config import ConfigError
+    from minitrans.inference.coverage import TrainingRecord
 
     run = tmp_path / "run"
     train(tiny_config("trainer.max_steps=2", "trainer.eval_every=1000"), run)

@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.config import RNNConfig
-from minitrans.interface import select_batch
-from minitrans.rnn import AttentionRNN, FixedContextRNN
+from minitrans.core.config import RNNConfig
+from minitrans.models.interface import select_batch
+from minitrans.models.rnn import AttentionRNN, FixedContextRNN
 
 PAD, VOCAB = 0, 23
 MODELS = [FixedContextRNN, AttentionRNN]

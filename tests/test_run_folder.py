@@ -15,10 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from minitrans.config import ConfigError
-from minitrans.run_folder import LOCK_NAME, MAX_NAME_BYTES, RunLock, _claim, check_run_dir, job_folder_name, lock_holder
-from minitrans.trainer import Trainer, train
-from minitrans.translate import resolve_checkpoint
+from minitrans.core.config import ConfigError
+from minitrans.core.run_folder import (
+    LOCK_NAME,
+    MAX_NAME_BYTES,
+    RunLock,
+    _claim,
+    check_run_dir,
+    job_folder_name,
+    lock_holder,
+)
+from minitrans.inference.translator import resolve_checkpoint
+from minitrans.training.trainer import Trainer, train
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,7 +44,7 @@ def test_the_default_run_folder_is_claimed_through_the_resolver(tmp_path, monkey
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from minitrans.hydra_config import register_configs
+    from minitrans.core.hydra_config import register_configs
 
     monkeypatch.chdir(tmp_path)
     register_configs()
@@ -105,7 +113,7 @@ def test_a_folder_in_use_by_another_process_is_refused_with_the_holder_named(tmp
 
 
 def test_the_lock_is_held_while_training_and_released_after(tmp_path, tiny_config, monkeypatch):
-    import minitrans.trainer as trainer_module
+    import minitrans.training.trainer as trainer_module
 
     run, seen = tmp_path / "run", []
     real_step = trainer_module.Trainer.train_step
@@ -152,7 +160,7 @@ def test_a_second_training_process_gets_one_line_and_exit_2_and_writes_nothing(t
         [
             sys.executable,
             "-c",
-            f"from minitrans.run_folder import RunLock; held = RunLock({str(run)!r}).acquire(); input()",
+            f"from minitrans.core.run_folder import RunLock; held = RunLock({str(run)!r}).acquire(); input()",
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -203,7 +211,7 @@ def test_many_overrides_give_a_folder_name_the_filesystem_takes_and_keep_jobs_ap
 def test_the_sweep_folder_setting_goes_through_job_folder():
     from omegaconf import OmegaConf
 
-    from minitrans.hydra_config import register_configs
+    from minitrans.core.hydra_config import register_configs
 
     register_configs()
     hydra_yaml = OmegaConf.load(REPO / "conf" / "hydra" / "default.yaml")

@@ -10,9 +10,9 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from minitrans.config import ConfigError
-from minitrans.schedule import SCHEDULES, decay_schedule, lr_factor
-from minitrans.trainer import train
+from minitrans.core.config import ConfigError
+from minitrans.training.schedule import SCHEDULES, decay_schedule, lr_factor
+from minitrans.training.trainer import train
 
 
 def linear_oracle(step: int, warmup: int, total: int, floor: float) -> float:

@@ -7,14 +7,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.config import RNNConfig, TransformerConfig
+from minitrans.core.config import RNNConfig, TransformerConfig
 from minitrans.data.batching import collate
-from minitrans.decoding import beam_search_nbest, greedy_search
-from minitrans.interface import Seq2SeqModel
-from minitrans.rnn import AttentionRNN, FixedContextRNN
-from minitrans.scoring import force_decode, hard_alignment
-from minitrans.tokenizer import EOS_ID, PAD_ID
-from minitrans.transformer import Transformer
+from minitrans.data.tokenizer import EOS_ID, PAD_ID
+from minitrans.inference.decoding import beam_search_nbest, greedy_search
+from minitrans.inference.scoring import force_decode, hard_alignment
+from minitrans.models.interface import Seq2SeqModel
+from minitrans.models.rnn import AttentionRNN, FixedContextRNN
+from minitrans.models.transformer import Transformer
 
 VOCAB = 20
 # The sizes these tests were written for (the model constructors' former defaults: 3 + 3 layers,

@@ -1,4 +1,4 @@
-"""The web app's JSON API (minitrans.serve) through FastAPI's test client, and scripts/serve.py:
+"""The web app's JSON API (minitrans.serve.app) through FastAPI's test client, and scripts/serve.py:
 translations are the Translator's, attention has the model's shapes, every bad request is a 4xx
 with one line of JSON, the size caps hold, and model access is serialised."""
 
@@ -26,9 +26,9 @@ pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 from test_translate import SRC, build_checkpoint  # noqa: E402
 
-from minitrans.config import DecodingOptions  # noqa: E402
-from minitrans.serve import Limits, ServedModel, create_app  # noqa: E402
-from minitrans.translate import Translator  # noqa: E402
+from minitrans.core.config import DecodingOptions  # noqa: E402
+from minitrans.inference.translator import Translator  # noqa: E402
+from minitrans.serve.app import Limits, ServedModel, create_app  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = ROOT / "scripts" / "serve.py"
@@ -268,7 +268,7 @@ def error_lines(capsys) -> list[str]:
 
 
 def test_script_without_the_web_extra_says_how_to_install_it(script, runs, monkeypatch, capsys):
-    monkeypatch.delitem(sys.modules, "minitrans.serve")
+    monkeypatch.delitem(sys.modules, "minitrans.serve.app")
     monkeypatch.setitem(sys.modules, "fastapi", None)  # as if it were not installed
     assert script.main([str(runs["rnn"]), "--port", "0"]) == 1
     assert error_lines(capsys) == ['error: the web app needs fastapi: pip install -e ".[demo]"']

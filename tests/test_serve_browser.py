@@ -33,7 +33,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from test_translate import SRC, build_checkpoint  # noqa: E402
 
-from minitrans.serve import ServedModel, create_app  # noqa: E402
+from minitrans.serve.app import ServedModel, create_app  # noqa: E402
 
 HEADLESS = [
     "--headless",

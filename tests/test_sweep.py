@@ -14,8 +14,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from minitrans.compare import compare
-from minitrans.hydra_config import register_configs, to_dataclass
+from minitrans.core.hydra_config import register_configs, to_dataclass
+from minitrans.runs.compare import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 

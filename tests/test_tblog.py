@@ -17,13 +17,13 @@ from tensorboard.plugins.hparams import api_pb2, backend_context, list_session_g
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 from torch.utils.tensorboard import SummaryWriter
 
-from minitrans.config import DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
-from minitrans.models import build_model
-from minitrans.summary import RunSummary
-from minitrans.tblog import FINAL, KEY_HPARAMS, NO_ATTENTION, log_hparams, log_layout, log_validation_samples
-from minitrans.tokenizer import Tokenizer
-from minitrans.trainer import train
-from minitrans.translate import Translator
+from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
+from minitrans.data.tokenizer import Tokenizer
+from minitrans.inference.translator import Translator
+from minitrans.models.build import build_model
+from minitrans.runs.summary import RunSummary
+from minitrans.runs.tblog import FINAL, KEY_HPARAMS, NO_ATTENTION, log_hparams, log_layout, log_validation_samples
+from minitrans.training.trainer import train
 
 TINY_TRANSFORMER = dict(d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=2, max_len=64)
 TINY_RNN = dict(d_embed=8, d_hidden=16, max_len=64)
@@ -193,7 +193,7 @@ def test_the_custom_scalars_layout_charts_train_against_valid(tmp_path):
     events = read_events(tmp_path)
     content = events.PluginTagToContent(custom_scalar_metadata.PLUGIN_NAME)
     assert content  # TensorBoard's CUSTOM SCALARS tab appears
-    from minitrans.tblog import SCALARS_LAYOUT
+    from minitrans.runs.tblog import SCALARS_LAYOUT
 
     charts = SCALARS_LAYOUT["train vs valid"]
     loss = next(tags for title, (_, tags) in charts.items() if title.startswith("loss"))

@@ -8,7 +8,7 @@ import torch
 
 from minitrans.data.batching import collate
 from minitrans.data.token_ids import TokenIds
-from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 LISTS = [[5, 6, 7], [8], [], [9, 10, 11, 12], [13, 14]]
 

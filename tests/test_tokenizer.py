@@ -2,7 +2,7 @@
 
 import pytest
 
-from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 
 EN = ["the big dog sees the man .", "a small cat sleeps .", "the woman reads a book ."] * 20
 DE = ["der große Hund sieht den Mann .", "eine kleine Katze schläft .", "die Frau liest ein Buch ."] * 20
@@ -56,7 +56,7 @@ def test_separate_vocabularies_and_state_round_trip(tmp_path):
 
 
 def test_a_damaged_tokenizer_or_tokenised_corpus_cache_is_rebuilt(tmp_path, tiny_config):
-    from minitrans.run_data import prepare_training_data
+    from minitrans.training.run_data import prepare_training_data
 
     cfg = tiny_config(f"data.cache_dir={tmp_path}")
     first = prepare_training_data(cfg)

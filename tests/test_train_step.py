@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from minitrans.config import TransformerConfig
+from minitrans.core.config import TransformerConfig
 from minitrans.data.batching import collate
-from minitrans.models import VocabSizes, build_model
-from minitrans.train_step import autocast_dtype_for, load_optimizer_state, make_optimizer, train_step
+from minitrans.models.build import VocabSizes, build_model
+from minitrans.training.step import autocast_dtype_for, load_optimizer_state, make_optimizer, train_step
 
 VOCAB = 40
 

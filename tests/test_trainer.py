@@ -19,12 +19,12 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from minitrans.checkpoint import load_checkpoint
-from minitrans.config import ConfigError
-from minitrans.schedule import inverse_sqrt_schedule
-from minitrans.trainer import Trainer, train
-from minitrans.translate import Translator
-from minitrans.utils import StopRequest
+from minitrans.core.checkpoint import load_checkpoint
+from minitrans.core.config import ConfigError
+from minitrans.core.utils import StopRequest
+from minitrans.inference.translator import Translator
+from minitrans.training.schedule import inverse_sqrt_schedule
+from minitrans.training.trainer import Trainer, train
 
 RUN = [
     "trainer.max_steps=6",
@@ -230,8 +230,8 @@ def test_a_first_signal_asks_to_stop_and_a_second_stops_at_once(sig):
 def test_sigterm_during_the_final_evaluations_stops_with_143_and_a_resume_finishes(
     tmp_path, tiny_config, monkeypatch, phase
 ):
-    import minitrans.reporting as reporting
-    from minitrans.trainer import TrainingStopped
+    import minitrans.runs.reporting as reporting
+    from minitrans.training.trainer import TrainingStopped
 
     cfg = tiny_config("trainer.max_steps=4", "trainer.eval_every=2", "trainer.eval_sentences=2")
     target = "validate" if phase == "last validation" else "evaluate_tests"
@@ -258,8 +258,8 @@ def test_sigterm_during_the_final_evaluations_stops_with_143_and_a_resume_finish
 def test_a_full_disk_during_a_save_is_one_line_and_the_checkpoints_stay_intact(tmp_path, tiny_config, monkeypatch):
     import errno
 
-    import minitrans.checkpoint as checkpoint
-    from minitrans.checkpoint import CheckpointError
+    import minitrans.core.checkpoint as checkpoint
+    from minitrans.core.checkpoint import CheckpointError
 
     cfg = tiny_config("trainer.max_steps=6", "trainer.eval_every=2", "trainer.eval_sentences=2")
     run, real_save, saves = tmp_path / "run", torch.save, {"n": 0}
@@ -285,7 +285,7 @@ def test_a_full_disk_during_a_save_is_one_line_and_the_checkpoints_stay_intact(t
 def resumable(trained, tmp_path: Path, edit=None) -> Path:
     """A copy of the trained run whose last.pt, read back, edited by ``edit`` and saved again
     (the file is a whole, valid checkpoint: only its contents are wrong)."""
-    from minitrans.checkpoint import save_checkpoint
+    from minitrans.core.checkpoint import save_checkpoint
 
     run = tmp_path / "run"
     shutil.copytree(trained["run"], run, ignore=shutil.ignore_patterns(".lock"))
@@ -321,8 +321,8 @@ def set_state(name, value):
     ids=["str-step", "float-epoch", "bool-bleu", "none-count", "no-rng", "rng-not-a-list", "rng-missing"],
 )
 def test_a_training_state_of_the_wrong_kind_is_refused_in_one_line(trained, tiny_config, tmp_path, edit, reason):
-    from minitrans.checkpoint import CheckpointError
-    from minitrans.resume import AFRESH
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.training.resume import AFRESH
 
     run = resumable(trained, tmp_path, edit)
     last = run / "checkpoints" / "last.pt"
@@ -337,17 +337,17 @@ def test_a_whole_number_of_seconds_is_a_usable_float(trained, tiny_config, tmp_p
 
 
 def test_a_resume_restores_the_random_generators_and_says_where_it_resumed(trained, tiny_config, tmp_path, caplog):
-    from minitrans.utils import get_rng_state
+    from minitrans.core.utils import get_rng_state
 
     run = resumable(trained, tmp_path)
     saved = load_checkpoint(run / "checkpoints" / "last.pt")
     assert saved["world_size"] == len(saved["rng"]) == 1  # written by one process
-    with caplog.at_level(logging.INFO, logger="minitrans.trainer"):
+    with caplog.at_level(logging.INFO, logger="minitrans.training.trainer"):
         trainer = resumed(tiny_config, run)
         rng = get_rng_state()
     assert torch.equal(rng["torch"], saved["rng"][0]["torch"])  # the stream continues where it stopped
     epoch = saved["state"]["epoch"]
-    messages = [record.getMessage() for record in caplog.records if record.name == "minitrans.trainer"]
+    messages = [record.getMessage() for record in caplog.records if record.name == "minitrans.training.trainer"]
     assert f"resumed from {run / 'checkpoints' / 'last.pt'} at step 6 (epoch {epoch})" in messages
     assert not any("process run" in message for message in messages)  # same world size: no warning
     assert trainer.state.step == 6
@@ -355,7 +355,7 @@ def test_a_resume_restores_the_random_generators_and_says_where_it_resumed(train
 
 def test_resuming_another_number_of_processes_warns_that_dropout_will_differ(trained, tiny_config, tmp_path, caplog):
     run = resumable(trained, tmp_path, lambda payload: payload.update(rng=payload["rng"] * 2))
-    with caplog.at_level(logging.WARNING, logger="minitrans.trainer"):
+    with caplog.at_level(logging.WARNING, logger="minitrans.training.trainer"):
         resumed(tiny_config, run)
     warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert warnings == ["resuming a 2-process run with 1: dropout masks will differ"]
@@ -364,7 +364,7 @@ def test_resuming_another_number_of_processes_warns_that_dropout_will_differ(tra
 def test_a_signal_mid_training_saves_last_pt_at_that_step_and_says_where(tmp_path, tiny_config):
     """SIGTERM between evaluations: the loop finishes its step, writes last.pt there (no
     evaluation or periodic checkpoint would have), and stops with 143 naming the file."""
-    from minitrans.trainer import TrainingStopped
+    from minitrans.training.trainer import TrainingStopped
 
     run = tmp_path / "run"
     cfg = tiny_config(
@@ -413,7 +413,7 @@ def test_tokens_per_second_is_the_windows_target_tokens_over_its_training_second
     target tokens (+1 for end of sentence) of the batches the sampler gives, counted here."""
     import types
 
-    import minitrans.trainer as trainer_module
+    import minitrans.training.trainer as trainer_module
 
     ticks = iter(range(10**6))
     monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks) / 10))

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.attention import Dropout, MultiHeadAttention
-from minitrans.config import TransformerConfig
-from minitrans.transformer import SinusoidalPositions, Transformer
+from minitrans.core.config import TransformerConfig
+from minitrans.models.attention import Dropout, MultiHeadAttention
+from minitrans.models.transformer import SinusoidalPositions, Transformer
 
 PAD = 0
 
@@ -102,8 +102,8 @@ def test_the_model_computes_what_torch_nn_transformer_computes(norm_first):
     oracle for residuals, layer norms, pre-/post-norm order, feed-forward, embeddings, positions)."""
     from test_benchmark import copy_weights_into_twin
 
-    from minitrans.benchmark_reference import TorchTransformer
-    from minitrans.benchmark_reference import build as build_benchmark_model
+    from minitrans.bench.reference import TorchTransformer
+    from minitrans.bench.reference import build as build_benchmark_model
 
     torch.manual_seed(10)
     size = TransformerConfig(
@@ -186,7 +186,7 @@ def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
     """reorder_cache keeps cross-attention keys once per sentence; stepping K beams against them
     gives what K separate copies give (logits and cross-attention maps), also after a sentence
     drops out."""
-    from minitrans.interface import select_batch
+    from minitrans.models.interface import select_batch
 
     model, beam = tiny(num_heads=3, d_k=8), 3
     src = torch.randint(4, 40, (3, 6))
@@ -220,7 +220,7 @@ def test_reorder_cache_composes_with_steps_in_any_order(grad, padded, size):
     spare slot yet), two reorders with no step between (the spare slot carried over), beams
     sharing a sentence's cross keys, a sentence dropping out — give what separate copies of
     every row's cache, reordered by plain indexing, give."""
-    from minitrans.interface import select_batch
+    from minitrans.models.interface import select_batch
 
     model, beam = tiny(**size), 3
     src = torch.randint(4, 40, (3, 6))

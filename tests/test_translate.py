@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitrans.checkpoint import CheckpointError, resolve_checkpoint, save_checkpoint
-from minitrans.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
-from minitrans.interface import Seq2SeqModel
-from minitrans.models import build_model
-from minitrans.textio import InputError, numbered_path, read_sentences
-from minitrans.tokenizer import EOS_ID, PAD_ID, Tokenizer
-from minitrans.translate import Translator, translate_with_attention
+from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint, save_checkpoint
+from minitrans.core.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.core.textio import InputError, numbered_path, read_sentences
+from minitrans.data.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from minitrans.inference.translator import Translator
+from minitrans.models.build import build_model
+from minitrans.models.interface import Seq2SeqModel
+from minitrans.runs.viz import translate_with_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ["ein mann fährt fahrrad .", "eine frau liest ein buch .", "zwei hunde spielen im park ."] * 3
@@ -366,7 +367,7 @@ def test_script_runs_as_a_program_and_reads_invalid_stdin(run):
 
 # -- the decoding benchmark --------------------------------------------------------------------
 def test_benchmark_times_both_paths_and_checks_they_agree(translator, run, tmp_path, capsys, monkeypatch):
-    from minitrans import benchmark_decoding as bench
+    from minitrans.bench import decoding as bench
 
     report = bench.benchmark_decoding(translator, sentences=SRC[:4], beams=(1, 2))
     assert (report["split"], report["sentences"]) == ("given", 4)
@@ -388,7 +389,7 @@ def test_benchmark_times_both_paths_and_checks_they_agree(translator, run, tmp_p
 def test_benchmark_reports_the_ratio_of_its_timings_and_any_disagreement(translator, monkeypatch):
     """A scripted clock (cached 0.5 s, uncached 2 s) and an uncached path that differs on one
     sentence: the report must say 4x, and not identical."""
-    from minitrans import benchmark_decoding as bench
+    from minitrans.bench import decoding as bench
 
     ticks = iter([0.0, 0.5, 1.0, 3.0] * 2)
     monkeypatch.setattr(bench.time, "perf_counter", lambda: next(ticks))
@@ -451,7 +452,7 @@ def test_closed_stdin_is_one_error_line(script, run, monkeypatch, capsys):
 def test_output_on_a_full_disk_leaves_the_old_file_whole(copying_script, run, tmp_path, monkeypatch, capsys):
     import errno
 
-    import minitrans.utils as utils
+    import minitrans.core.utils as utils
 
     out = tmp_path / "out.txt"
     out.write_text("the previous translations\n", encoding="utf-8")

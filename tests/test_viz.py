@@ -7,11 +7,11 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from minitrans.config import TransformerConfig
-from minitrans.tokenizer import Tokenizer
-from minitrans.transformer import Transformer
-from minitrans.translate import Translator
-from minitrans.viz import (
+from minitrans.core.config import TransformerConfig
+from minitrans.data.tokenizer import Tokenizer
+from minitrans.inference.translator import Translator, sentence_tokens
+from minitrans.models.transformer import Transformer
+from minitrans.runs.viz import (
     CARD_FONT,
     CARD_INCHES,
     CARD_MAX_LABELS,
@@ -23,7 +23,6 @@ from minitrans.viz import (
     figure_to_array,
     model_color,
     save_attention_png,
-    sentence_tokens,
 )
 
 SRC = ["▁Ein", "▁Mann", "▁fähr", "t", "▁Rad", ".", "</s>"]

@@ -1,16 +1,8 @@
-"""Corpora (the embedded generated grammar, Multi30k), tokenisation and token-count batching."""
+"""Corpora and what turns them into batches: the embedded generated grammar, folders of parallel
+files, Multi30k, any ``datasets`` corpus; cleaning, SentencePiece tokenisation, compact token ids
+and token-count batching.
 
-from minitrans.data.batching import Batch, TokenBatchSampler, collate, padding_fraction
-from minitrans.data.corpus import load_corpus, load_run_split, load_split
-from minitrans.data.tokenize import tokenize_corpus
-
-__all__ = [
-    "Batch",
-    "TokenBatchSampler",
-    "collate",
-    "load_corpus",
-    "load_run_split",
-    "load_split",
-    "padding_fraction",
-    "tokenize_corpus",
-]
+May import ``core`` only; imported by every layer above it. Import the modules themselves
+(``minitrans.data.batching``, ``minitrans.data.corpus``): this file imports nothing, so that
+importing a light module does not load ``datasets``.
+"""

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from minitrans.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
 @dataclass

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from minitrans.config import CleanConfig
+from minitrans.core.config import CleanConfig
 
 # Control characters other than whitespace, and U+FEFF; tabs, newlines and other spaces
 # become plain spaces below. Format characters such as U+200C (ZWNJ) carry meaning in some

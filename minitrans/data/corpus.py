@@ -8,7 +8,7 @@ validation / test splits held out, all cached on disk (its tokenisation: minitra
 The prepared corpus is cached under ``data.cache_dir``/corpora, keyed by the source (file
 sizes and times, ``datasets`` fingerprints, or the generator's settings and code) and every
 setting that shapes it; a second start memory-maps it. Problems with the data raise a
-:class:`~minitrans.config.ConfigError` naming the key to change.
+:class:`~minitrans.core.config.ConfigError` naming the key to change.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from minitrans.config import ConfigError, DataConfig
+from minitrans.core.config import ConfigError, DataConfig
 from minitrans.data.cleaning import clean_pairs, emptied_message
 from minitrans.data.token_ids import save_atomically
 

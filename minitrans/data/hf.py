@@ -15,7 +15,7 @@ from pathlib import Path
 import datasets
 import pyarrow as pa
 
-from minitrans.config import ConfigError, DataConfig
+from minitrans.core.config import ConfigError, DataConfig
 
 # file suffix -> (datasets builder, its options)
 BUILDERS = {

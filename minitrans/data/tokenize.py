@@ -14,7 +14,7 @@ import datasets
 
 from minitrans.data.corpus import arrow_table
 from minitrans.data.token_ids import TokenIds, save_atomically
-from minitrans.tokenizer import Tokenizer
+from minitrans.data.tokenizer import Tokenizer
 
 
 def _fingerprint(dataset: datasets.Dataset, tokenizer: Tokenizer) -> str:

@@ -1,0 +1,6 @@
+"""The foundation every other layer stands on: typed configuration (and its Hydra side),
+checkpoint I/O, run folders and their lock, sacrebleu metrics, text I/O and small utilities.
+
+Imports nothing else of minitrans; every sub-package may import it. Only ``core.config``,
+``core.hydra_config`` and ``scripts/`` touch Hydra.
+"""

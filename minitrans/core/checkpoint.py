@@ -1,0 +1,204 @@
+"""Checkpoints: atomic to write, safe to load, and self-contained.
+
+A checkpoint is a plain dict of tensors, numbers, strings and bytes: the model config, the
+serialized SentencePiece models, the weights, and (for training checkpoints) the optimizer,
+schedule, data position and random generator states.
+
+Writing: a temporary file in the same folder, flushed and fsynced, then renamed over the old
+one, so a crash or a kill during a save leaves the previous checkpoint intact.
+
+Loading never runs code from the file. Before torch sees it, the archive's CRCs are checked,
+member names that collide case-insensitively are refused, and the pickle record torch's own
+zip reader returns (the one ``torch.load`` will unpickle) is scanned: every global it names
+must be one of the few that dense tensors, state dicts and bytes need, and opcodes that
+build anything else (sets) are refused, so a ``set``, an ``nn.Parameter``, a sparse or
+subclassed tensor never load. Then it is read with ``torch.load(weights_only=True)``, passed
+explicitly (torch's ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` only changes calls that leave
+``weights_only`` unset, and the scan holds even if something has patched ``torch.load``). Any
+problem is one :class:`CheckpointError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import pickletools
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from minitrans.core.utils import atomic_file
+
+FORMAT = "minitrans-checkpoint"
+VERSION = 1
+
+# What torch.save writes for dense tensors, storages, state dicts and bytes, and nothing else
+# (``__builtin__ bytes``: how protocol 2 spells an empty bytes object).
+_ALLOWED_GLOBALS = {
+    ("collections", "OrderedDict"),
+    ("_codecs", "encode"),
+    ("torch", "Size"),
+    ("torch", "device"),
+    ("torch._utils", "_rebuild_tensor_v2"),
+    ("__builtin__", "bytes"),
+    ("builtins", "bytes"),
+}
+_NAMING_OPCODES = {"GLOBAL", "STACK_GLOBAL", "INST", "EXT1", "EXT2", "EXT4"}
+_REFUSED_OPCODES = {"EMPTY_SET", "ADDITEMS", "FROZENSET", "OBJ", "NEWOBJ", "NEWOBJ_EX"}  # not in a checkpoint
+_ZIP_MAGIC = b"PK\x03\x04"  # torch.load reads anything else as a legacy (non-zip) pickle
+
+
+# torch.load(weights_only=True) itself had holes: CVE-2025-32434 (code execution, torch <= 2.5.1)
+# and CVE-2026-24747 (memory corruption in the weights-only unpickler, torch < 2.10).
+SAFE_TORCH = "2.10"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, truncated, corrupt, unsafe or of the wrong kind."""
+
+
+CHECKPOINT_NAMES = ("averaged.pt", "best.pt", "last.pt")  # a run folder's checkpoints, by preference
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A ``.pt`` file as it is; a run folder (or its ``checkpoints/``) -> averaged.pt if present,
+    else best.pt, else last.pt."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    for folder in (path / "checkpoints", path):
+        for name in CHECKPOINT_NAMES:
+            if (folder / name).is_file():
+                return folder / name
+    raise CheckpointError(f"no checkpoint in {path} (looked for checkpoints/{{{','.join(CHECKPOINT_NAMES)}}})")
+
+
+def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
+    """Write atomically: a temporary file in the same folder, fsync, then rename over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": FORMAT, "version": VERSION, **payload}
+    if isinstance(payload.get("config"), dict) and "model" in payload["config"]:
+        payload["model_config_sha256"] = model_config_digest(payload["config"])
+    try:
+        with atomic_file(path) as file:
+            torch.save(payload, file)
+    except OSError as error:  # a full disk, a quota: one line, and the previous file stands
+        raise CheckpointError(
+            f"could not write {path}: {error.strerror or error}; the previous checkpoint there is intact"
+        ) from None
+    _fsync_dir(path.parent)
+
+
+def model_config_digest(config: dict) -> str:
+    """A digest of a checkpoint's model config, saved with its weights: an edit that leaves every
+    weight's shape as it was (``num_heads`` with the default ``d_k``) still shows."""
+    return hashlib.sha256(json.dumps(config["model"], sort_keys=True).encode()).hexdigest()
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # not every platform can open a folder
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Load a minitrans checkpoint safely; any problem becomes one clear CheckpointError."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}")
+    _check_archive(path)
+    if torch.__version__ < SAFE_TORCH:
+        warnings.warn(
+            f"torch {torch.__version__} has known weights-only unpickler vulnerabilities (CVE-2025-32434, "
+            f"CVE-2026-24747); use torch>={SAFE_TORCH} before loading checkpoints from others",
+            stacklevel=2,
+        )
+    try:
+        with torch.serialization.safe_globals([bytes]):  # b"" is pickled as bytes(); torch refuses it alone
+            payload = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "unsafe content"
+        raise CheckpointError(f"{path} was refused by the safe loader (weights_only=True): {first_line}") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as error:
+        raise CheckpointError(f"{path} is truncated or corrupt ({type(error).__name__}); it cannot be loaded") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a minitrans checkpoint")
+    if payload.get("version", 0) > VERSION:
+        raise CheckpointError(
+            f"{path} has checkpoint version {payload['version']}; this minitrans reads up to {VERSION}"
+        )
+    digest = payload.get("model_config_sha256")  # absent from checkpoints written before it existed
+    if digest is not None:
+        try:
+            same = model_config_digest(payload["config"]) == digest
+        except (KeyError, TypeError, ValueError):
+            same = False
+        if not same:
+            raise CheckpointError(
+                f"{path} was refused: its model config is not the one its weights were saved with (edited?)"
+            )
+    return payload
+
+
+def _check_archive(path: Path) -> None:
+    """torch.save's zip archive, whole (CRCs), unambiguous (no two member names that differ
+    only in case: torch's reader matches names case-insensitively), whose pickle, read with
+    torch's own reader, names only what tensors need."""
+    try:
+        with open(path, "rb") as file:
+            magic = file.read(len(_ZIP_MAGIC))
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        raise CheckpointError(f"{path} is truncated or corrupt ({error}); it cannot be loaded") from None
+    if magic != _ZIP_MAGIC:
+        raise CheckpointError(f"{path} is corrupt (it does not start as a zip archive); it cannot be loaded")
+    if damaged is not None:
+        raise CheckpointError(f"{path} is corrupt (member {damaged} fails its CRC check); it cannot be loaded")
+    folded = [name.lower() for name in names]
+    if len(set(folded)) != len(folded):
+        twin = next(name for name in names if folded.count(name.lower()) > 1)
+        raise CheckpointError(f"{path} was refused: two members are named {twin!r} up to case")
+    try:  # exactly the record torch.load will unpickle
+        data = torch._C.PyTorchFileReader(str(path)).get_record("data.pkl")
+    except (RuntimeError, OSError, ValueError):
+        raise CheckpointError(f"{path} is not a minitrans checkpoint (torch finds no data.pkl in it)") from None
+    unsafe = _unsafe_global(bytes(data), path)
+    if unsafe is not None:
+        raise CheckpointError(f"{path} was refused: its pickle refers to {unsafe}, which a checkpoint never needs")
+
+
+def _unsafe_global(data: bytes, path: Path) -> str | None:
+    """The first object the pickle would import that a checkpoint never needs, or None.
+
+    torch.save writes protocol 2, which names every object with GLOBAL; the opcodes that name
+    one another way (STACK_GLOBAL, INST, EXT*) are refused outright, so nothing escapes."""
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name in _REFUSED_OPCODES:
+                return f"a {opcode.name} opcode"
+            if opcode.name in _NAMING_OPCODES:
+                module, _, attr = str(arg).partition(" ") if opcode.name == "GLOBAL" else (opcode.name, "", "")
+                if not _is_allowed(module, attr):
+                    return f"{module}.{attr}" if attr else f"an object named by {module}"
+    except Exception as error:  # genops meets a damaged pickle with ValueError and others
+        raise CheckpointError(f"{path} is truncated or corrupt ({type(error).__name__}); it cannot be loaded") from None
+    return None
+
+
+def _is_allowed(module: str, attr: str) -> bool:
+    if (module, attr) in _ALLOWED_GLOBALS:
+        return True
+    return module == "torch" and (attr.endswith("Storage") or isinstance(getattr(torch, attr, None), torch.dtype))

@@ -1,0 +1,225 @@
+"""The Hydra side of the configuration: registering the schemas with Hydra's ConfigStore,
+turning a composed ``DictConfig`` into the typed :class:`~minitrans.core.config.TrainConfig`, and
+checking a command line before Hydra runs it (one ``error:`` line per problem).
+
+:mod:`minitrans.core.config` holds the schemas themselves (every default, every validation) and
+imports no Hydra; this module and ``scripts/`` are the only places that do.
+
+``scripts/train.py`` composes the configuration twice per launch: once here, to refuse a bad
+command line in one line before torch loads, and once inside ``@hydra.main``, which must
+compose for itself (sweeps, launchers, the run folder). Composing takes well under a second,
+and Hydra offers no supported way to hand a composed config to ``hydra.main``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from minitrans.core.config import (
+    MODEL_SCHEMAS,
+    ConfigError,
+    DataConfig,
+    RNNConfig,
+    TrainConfig,
+    TrainerConfig,
+    TransformerConfig,
+    first_line,
+)
+
+
+def register_configs() -> None:
+    """Register the schemas with Hydra's ConfigStore; YAML files extend them by name."""
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("new_folder"):  # conf/hydra/default.yaml names new run folders with it
+
+        def new_folder(base: str) -> str:
+            from minitrans.core.run_folder import claim_new_folder
+
+            return claim_new_folder(base)
+
+        OmegaConf.register_new_resolver("new_folder", new_folder)
+    if not OmegaConf.has_resolver("job_folder"):  # a sweep job's folder name, made safe for the filesystem
+
+        def job_folder(name: str) -> str:
+            from minitrans.core.run_folder import job_folder_name
+
+            return job_folder_name(name)
+
+        OmegaConf.register_new_resolver("job_folder", job_folder)
+    store = ConfigStore.instance()
+    store.store(name="train_schema", node=TrainConfig)
+    # Outside the model/data/trainer groups, so they are neither listed nor accepted as choices
+    # (model=transformer_schema would train the schema's defaults, not conf/model/transformer.yaml).
+    store.store(name="transformer_schema", node=TransformerConfig)
+    store.store(name="rnn_schema", node=RNNConfig)
+    store.store(name="data_schema", node=DataConfig)
+    store.store(name="trainer_schema", node=TrainerConfig)
+    from minitrans.core.config_help import help_config
+
+    store.store(group="hydra/help", name="minitrans", node=help_config())  # train.py --help
+
+
+def to_dataclass(cfg: Any) -> TrainConfig:
+    """A composed ``DictConfig`` -> a validated :class:`TrainConfig` (raises ConfigError)."""
+    from omegaconf import OmegaConf
+
+    train_cfg = OmegaConf.to_object(cfg)
+    _reject_unknown_keys(
+        OmegaConf.to_container(cfg, resolve=False), asdict(train_cfg) | {"model": _as_dict(train_cfg.model)}
+    )
+    if isinstance(train_cfg.model, dict):  # an untyped model node: type it by its kind
+        kind = train_cfg.model.get("kind", "transformer")
+        if kind not in MODEL_SCHEMAS:
+            raise ConfigError(f"model.kind: unknown model {kind!r}; choose one of {sorted(MODEL_SCHEMAS)}")
+        train_cfg.model = MODEL_SCHEMAS[kind](**train_cfg.model)
+    return train_cfg
+
+
+def _as_dict(value: Any) -> Any:
+    return asdict(value) if is_dataclass(value) else value
+
+
+def _reject_unknown_keys(given: dict, known: dict, prefix: str = "") -> None:
+    """OmegaConf.to_object silently drops keys a schema lacks (e.g. added with ``+key=``)."""
+    for key, value in given.items():
+        if key not in known:
+            raise ConfigError(f"{prefix}{key}: unknown key (the schema has no such field; check for a typo)")
+        if isinstance(value, dict) and isinstance(known[key], dict):
+            _reject_unknown_keys(value, known[key], f"{prefix}{key}.")
+
+
+# -- checking a command line before Hydra runs it -------------------------------------------
+_HYDRA_FLAGS_WITH_VALUE = {
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--package",
+    "-p",
+    "--shell-completion",
+    "-sc",
+    "--cfg",
+    "-c",
+    "--info",
+    "--experimental-rerun",
+}
+
+
+def _explain(error: BaseException, key: str | None) -> str:
+    """One line naming the key and the problem, from Hydra's / OmegaConf's exception chain."""
+    import dataclasses
+    import difflib
+
+    from omegaconf.errors import OmegaConfBaseException
+
+    cause = error
+    while (cause.__cause__ or cause.__context__) is not None and not isinstance(cause, OmegaConfBaseException):
+        cause = cause.__cause__ or cause.__context__
+    source = re.match(r"In '([^']+)'", str(error))  # the YAML file Hydra was reading, if any
+    where = f", set in {source.group(1)}.yaml" if source and "/" in source.group(1) else ""
+    if isinstance(cause, OmegaConfBaseException):
+        full_key = getattr(cause, "full_key", None) or key or "config"
+        message = first_line(getattr(cause, "msg", None) or cause)
+        object_type = getattr(cause, "object_type", None)
+        bad_key = getattr(cause, "key", None)
+        if "not in" in message and dataclasses.is_dataclass(object_type) and bad_key is not None:
+            names = [f.name for f in dataclasses.fields(object_type)]
+            close = difflib.get_close_matches(str(bad_key), names, n=1)
+            hint = f"; did you mean {'.'.join([*full_key.split('.')[:-1], close[0]])!r}?" if close else ""
+            return f"{full_key}: unknown key (not in {object_type.__name__}){where}{hint}"
+        return f"{full_key}: {message}{where}"
+    return f"{key + ': ' if key else ''}{first_line(error)}"
+
+
+def _split_command_line(args: list[str]) -> tuple[list[str], dict[str, str], bool]:
+    """Hydra's flags and the overrides of a command line: (overrides, {flag: value}, is_multirun)."""
+    overrides, flags, pending = [], {}, None
+    for arg in args:
+        if pending is not None:
+            flags[pending], pending = arg, None
+        elif arg.startswith("-"):
+            name, has_value, value = arg.partition("=")
+            if name in _HYDRA_FLAGS_WITH_VALUE:
+                if has_value:
+                    flags[name] = value
+                else:
+                    pending = name
+            else:
+                flags[name] = ""
+        else:
+            overrides.append(arg)
+    return overrides, flags, any(flag in flags for flag in ("-m", "--multirun"))
+
+
+def check_command_line(args: list[str], config_dir: str, config_name: str = "train") -> str | None:
+    """Compose the configuration a command line asks for, as Hydra will, and return a
+    one-line description of the first problem (unknown key, wrong type, impossible value,
+    a config group option that does not exist, a typo inside a YAML file), or None.
+    ``--config-dir`` / ``--config-name`` are honoured. In a sweep (``-m``) the first value of
+    each swept key is checked for keys and types only: an impossible combination is refused
+    later, by its own job."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import MissingConfigException
+    from hydra.types import RunMode
+
+    register_configs()
+    given, flags, is_multirun = _split_command_line(args)
+    config_name = flags.get("--config-name") or flags.get("-cn") or config_name
+    extra_dir = flags.get("--config-dir") or flags.get("-cd")
+    overrides = [arg for arg in given if not arg.lstrip("+~").startswith("hydra")]
+    search_path = [arg for arg in given if arg.lstrip("+~").startswith("hydra.searchpath")]
+    if extra_dir and not search_path:  # what --config-dir does, in the compose API's words
+        search_path = [f"hydra.searchpath=[file://{os.path.abspath(extra_dir)}]"]
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as error:  # Hydra will report syntax errors in its own words
+        return first_line(error)
+    plain = []
+    for override in parsed:
+        if override.is_sweep_override():
+            first = next(iter(override.sweep_string_iterator()), None)
+            if first is None:
+                continue
+            plain.append(f"{override.get_key_element()}={first}")
+        else:
+            plain.append(override.input_line)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+            try:  # an optional group (experiment=...) with a misspelt option is otherwise skipped silently
+                GlobalHydra.instance().config_loader().compute_defaults_list(
+                    config_name, plain + search_path, RunMode.RUN
+                )
+            except MissingConfigException as error:
+                group, _, option = str(error.missing_cfg_file).rpartition("/")
+                available = ", ".join(error.options or []) or "none"
+                return f"{group or 'config'}: no config {option!r} (available: {available})"
+            except Exception:  # anything else: compose below reports it
+                pass
+            cfg = compose(config_name=config_name, overrides=plain + search_path)
+    except Exception as error:
+        key = None
+        for line in plain:
+            if f"'{line.split('=')[0].lstrip('+~')}" in str(error) or line.split("=")[0].lstrip("+~") in str(error):
+                key = line.split("=")[0].lstrip("+~")
+        return _explain(error, key)
+    finally:
+        GlobalHydra.instance().clear()
+    if is_multirun:
+        return None
+    try:
+        to_dataclass(cfg)
+    except ConfigError as error:
+        return str(error)
+    except Exception as error:
+        return _explain(error, None)
+    return None

@@ -1,0 +1,176 @@
+"""A run folder belongs to one run: new folders that cannot collide, a folder checked before
+anything is written into it, an exclusive lock while a process trains in it, and the leftovers
+of interrupted saves cleaned when the next process takes it over.
+
+The lock is ``fcntl.flock`` on ``RUN/.lock``: the kernel drops it when the process ends, however
+it ends (a SIGKILL included), so a crashed run never leaves its folder locked. The file names
+its holder (process id and host) for the message a second process gets. Under torchrun only
+rank 0 holds it. ``flock`` is advisory and, on some network filesystems, local to one machine:
+runs sharing a folder across machines must not rely on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import time
+from pathlib import Path
+
+from minitrans.core.config import ConfigError
+
+LOCK_NAME = ".lock"
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; runs are not locked there
+    fcntl = None
+
+
+_claimed: dict[str, str] = {}  # one claim per name and process, however often Hydra resolves it
+
+
+def claim_new_folder(base: str | Path) -> str:
+    """Create and return ``base``, or ``base_1``, ``base_2``, ... when it exists: ``mkdir`` is
+    atomic, so two processes started in the same second get two folders. Hydra's default run
+    folder (conf/hydra/default.yaml) is named through it."""
+    if str(base) in _claimed:
+        return _claimed[str(base)]
+    _claimed[str(base)] = _claim(Path(base))
+    return _claimed[str(base)]
+
+
+def _claim(base: Path) -> str:
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for number in range(10_000):
+        candidate = base if number == 0 else base.with_name(f"{base.name}_{number}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return str(candidate)
+    raise ConfigError(f"hydra.run.dir: could not find a free folder next to {base}")
+
+
+MAX_NAME_BYTES = 200  # of a sweep job's folder name; most filesystems allow 255 bytes
+
+
+def job_folder_name(name: str) -> str:
+    """A sweep job's folder name (``NUM_OVERRIDES``, conf/hydra/default.yaml) that the filesystem
+    takes: a ``/`` in an override's value (``data.path=corpora/x.tsv``) becomes ``_`` instead of
+    a nested folder, and a name longer than :data:`MAX_NAME_BYTES` bytes (many overrides) keeps
+    its start and ends in a hash of the whole, so distinct jobs keep distinct folders."""
+    name = name.replace("/", "_").replace(os.sep, "_")
+    if len(name.encode("utf-8")) <= MAX_NAME_BYTES:
+        return name
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
+    head = name.encode("utf-8")[: MAX_NAME_BYTES - len(digest) - 1].decode("utf-8", errors="ignore")
+    return f"{head}~{digest}"
+
+
+def check_run_dir(path: str | None, key: str = "hydra.run.dir") -> None:
+    """Refuse, before anything is written, a run folder that is empty (it would mean the
+    current directory), a file, not writable, or in use by another training process."""
+    if path is None:
+        return
+    if not str(path).strip():
+        raise ConfigError(f"{key}: empty; name a folder for the run (e.g. {key}=runs/base)")
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{key}: {path} exists and is not a folder")
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{key}: {existing} is not a folder, so {path} cannot be made")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key}: {existing} is not writable")
+    holder = lock_holder(folder)
+    if holder is not None:
+        raise ConfigError(busy_message(folder, holder, key))
+
+
+def busy_message(folder: Path, holder: str, key: str = "hydra.run.dir") -> str:
+    return f"{key}: {folder} is in use by another training process ({holder}); wait for it to end or use another folder"
+
+
+def lock_holder(folder: str | Path) -> str | None:
+    """Who holds ``folder``'s lock ("pid 123 on host"), or None when nobody does."""
+    path = Path(folder) / LOCK_NAME
+    if fcntl is None or not path.is_file():
+        return None
+    if os.path.realpath(folder) in _held:
+        return (path.read_text().strip() or "holder unknown") + " (this process)"
+    with open(path, "a+") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            file.seek(0)
+            return file.read().strip() or "holder unknown"
+        fcntl.flock(file, fcntl.LOCK_UN)
+    return None
+
+
+_held: dict[str, list] = {}  # folder -> [open lock file, holders in this process]
+
+
+class RunLock:
+    """Hold ``folder``'s lock (a :class:`ConfigError` naming the holder if another process has
+    it) until :meth:`release`, the end of a ``with`` block, or the end of the process. The lock
+    belongs to the process: a second RunLock on the same folder in the same process shares it
+    (a test, a notebook that builds a new Trainer), and the last release lets it go."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._key: str | None = None
+
+    def acquire(self) -> RunLock:
+        if fcntl is None or self._key is not None:
+            return self
+        self.folder.mkdir(parents=True, exist_ok=True)
+        key = os.path.realpath(self.folder)
+        if key not in _held:
+            file = open(self.folder / LOCK_NAME, "a+")  # noqa: SIM115 -- held open while the run trains
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                file.seek(0)
+                holder = file.read().strip() or "holder unknown"
+                file.close()
+                raise ConfigError(busy_message(self.folder, holder)) from None
+            file.seek(0)
+            file.truncate()
+            file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            file.flush()
+            _held[key] = [file, 0]
+        _held[key][1] += 1
+        self._key = key
+        return self
+
+    def release(self) -> None:
+        if self._key is None:
+            return
+        entry = _held[self._key]
+        entry[1] -= 1
+        if entry[1] == 0:
+            fcntl.flock(entry[0], fcntl.LOCK_UN)
+            entry[0].close()
+            del _held[self._key]
+        self._key = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def clean_interrupted_saves(folder: str | Path) -> list[Path]:
+    """Delete the temporary files of saves that never finished (a kill or a full disk during
+    ``save_checkpoint`` or a tokenizer save); call it only while holding the folder's lock."""
+    folder = Path(folder)
+    removed = []
+    for pattern in ("checkpoints/.*.tmp", "tokenizer/*.tmp", ".*.tmp"):
+        for path in folder.glob(pattern):
+            if path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed

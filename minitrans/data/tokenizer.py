@@ -1,0 +1,164 @@
+"""SentencePiece subword tokenisation: train on the training split, cache, save, encode, decode.
+
+Ids are fixed across every model: 0 pad, 1 unk, 2 bos, 3 eos. Byte fallback is on, so a
+character never seen in training is spelt as UTF-8 byte pieces instead of becoming ``<unk>``.
+A joint vocabulary (one model for both languages) is the default; with ``joint=False`` each
+language gets its own model. The serialized models travel inside checkpoints, so a checkpoint
+alone is enough to translate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+from minitrans.core.utils import write_atomic
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+def _train_model(texts: Sequence[str], vocab_size: int, model_type: str) -> bytes:
+    """Train one SentencePiece model in memory and return its serialized proto."""
+    # Every character and the 256 byte pieces need a slot; a smaller request is raised to that.
+    smallest = 4 + 256 + len(set().union(*map(set, texts)))
+    if vocab_size < smallest:
+        warnings.warn(
+            f"vocab_size={vocab_size} cannot hold the corpus' characters and byte pieces; using {smallest}",
+            stacklevel=3,
+        )
+        vocab_size = smallest
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type=model_type,
+        character_coverage=1.0,
+        byte_fallback=True,
+        hard_vocab_limit=False,  # a small corpus may not support the requested size
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        num_threads=os.cpu_count() or 1,
+        minloglevel=2,
+    )
+    return model.getvalue()
+
+
+class Tokenizer:
+    """Source and target SentencePiece processors (the same one for a joint vocabulary)."""
+
+    pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
+
+    def __init__(self, src_proto: bytes, tgt_proto: bytes | None = None) -> None:
+        self.src_proto, self.tgt_proto = src_proto, tgt_proto or src_proto
+        self.src = spm.SentencePieceProcessor(model_proto=self.src_proto)
+        self.tgt = (
+            self.src
+            if tgt_proto is None or tgt_proto == src_proto
+            else spm.SentencePieceProcessor(model_proto=self.tgt_proto)
+        )
+
+    @property
+    def is_joint(self) -> bool:
+        return self.src is self.tgt
+
+    @property
+    def src_vocab_size(self) -> int:
+        return self.src.get_piece_size()
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.tgt.get_piece_size()
+
+    # -- building -----------------------------------------------------------------------
+    @classmethod
+    def train(
+        cls,
+        src_texts: Sequence[str],
+        tgt_texts: Sequence[str],
+        vocab_size: int,
+        model_type: str = "unigram",
+        joint: bool = True,
+        cache_dir: str | Path | None = None,
+    ) -> Tokenizer:
+        """Train on the training split, or load the cached model trained on the same corpus
+        with the same settings (the cache key is a fingerprint of both)."""
+        fingerprint = hashlib.sha256(f"{vocab_size}|{model_type}|{joint}|v1".encode())
+        for text in (*src_texts, "\x00", *tgt_texts):
+            fingerprint.update(text.encode("utf-8", "surrogatepass") + b"\n")
+        cache = Path(cache_dir).expanduser() / "spm" / fingerprint.hexdigest()[:16] if cache_dir else None
+        if cache is not None and (cache / "src.model").exists():
+            try:
+                return cls.load(cache)
+            except (RuntimeError, OSError) as error:  # a damaged cache entry is rebuilt, not fatal
+                warnings.warn(f"rebuilding the damaged tokenizer cache {cache} ({type(error).__name__})", stacklevel=2)
+        if joint:
+            tokenizer = cls(_train_model([*src_texts, *tgt_texts], vocab_size, model_type))
+        else:
+            tokenizer = cls(
+                _train_model(src_texts, vocab_size, model_type), _train_model(tgt_texts, vocab_size, model_type)
+            )
+        if cache is not None:
+            tokenizer.save(cache)
+        return tokenizer
+
+    def save(self, folder: str | Path) -> None:
+        """Write src.model (and tgt.model if separate) atomically into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = (
+            {"src.model": self.src_proto}
+            if self.is_joint
+            else {"src.model": self.src_proto, "tgt.model": self.tgt_proto}
+        )
+        for name, proto in files.items():
+            write_atomic(folder / name, proto)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Tokenizer:
+        folder = Path(folder)
+        tgt = folder / "tgt.model"
+        return cls((folder / "src.model").read_bytes(), tgt.read_bytes() if tgt.exists() else None)
+
+    def to_state(self) -> dict:
+        return {"src": self.src_proto, "tgt": None if self.is_joint else self.tgt_proto}
+
+    @classmethod
+    def from_state(cls, state: dict) -> Tokenizer:
+        return cls(state["src"], state.get("tgt"))
+
+    # -- using --------------------------------------------------------------------------
+    def encode_src(self, texts: Sequence[str]) -> list[list[int]]:
+        """Source sentences -> ids ending in EOS (so even an empty line has one token)."""
+        return self.src.encode(list(texts), add_eos=True)
+
+    def encode_tgt(self, texts: Sequence[str]) -> list[list[int]]:
+        """Target sentences -> ids without BOS/EOS (batching adds them)."""
+        return self.tgt.encode(list(texts))
+
+    def decode_tgt(self, ids: Sequence[int]) -> str:
+        """Target ids -> text, stopping at the first EOS and skipping BOS/padding."""
+        out = []
+        for token in ids:
+            if token == EOS_ID:
+                break
+            if token not in (PAD_ID, BOS_ID):
+                out.append(int(token))
+        return self.tgt.decode(out)
+
+    def src_pieces(self, ids: Sequence[int]) -> list[str]:
+        return [self.src.id_to_piece(int(i)) for i in ids]
+
+    def tgt_pieces(self, ids: Sequence[int]) -> list[str]:
+        return [self.tgt.id_to_piece(int(i)) for i in ids]
+
+
+__all__ = ["BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID", "Tokenizer"]

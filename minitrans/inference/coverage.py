@@ -1,0 +1,155 @@
+"""What a model knows: a compact record of its training data, and the input it has never seen.
+
+Every checkpoint carries a :class:`TrainingRecord`: the language pair, the corpus and its size,
+and the source word forms of the training split with their counts (case-folded, the most
+frequent ``MAX_FORMS`` of them). A translator checks each input against it: words never seen
+in training are named in a warning, and when most of a sentence's words are unseen the
+warning says that its translation is unlikely to mean anything — a small model answers
+anything with fluent-looking output, so this is the only sign a user gets.
+
+Checkpoints written before the record existed still load (``record`` is None: coverage
+unknown); for the embedded corpus, which is regenerated from its seed, the record can be
+rebuilt from the run's configuration (:func:`rebuild_record`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_FORMS = 50_000  # Multi30k English has ~10k forms: this keeps every one of a corpus that size
+MOSTLY_UNSEEN = 0.5  # more than this share of a sentence's words unseen: its output means little
+WORD = re.compile(r"\w+(?:['’-]\w+)*")  # "don't", "well-known" and "Straßenbahn" are one word each
+
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+
+
+def language_name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code)
+
+
+def words(text: str) -> list[str]:
+    """The words of a text (letters, digits and inner apostrophes or hyphens), as written."""
+    return WORD.findall(text)
+
+
+@dataclass(frozen=True)
+class TrainingRecord:
+    src_lang: str
+    tgt_lang: str
+    corpus: str  # the corpus name: "generated" (the embedded grammar), "multi30k", ...
+    num_pairs: int  # training pairs
+    word_counts: dict[str, int]  # case-folded source word form -> occurrences in training
+    num_forms: int  # distinct source word forms in training (more than word_counts holds if capped)
+    is_rebuilt: bool = False  # rebuilt from the run's configuration, not written at training time
+
+    @classmethod
+    def from_sentences(
+        cls,
+        sources: Iterable[str],
+        src_lang: str,
+        tgt_lang: str,
+        corpus: str,
+        num_pairs: int | None = None,
+        max_forms: int = MAX_FORMS,
+    ) -> TrainingRecord:
+        counts: Counter[str] = Counter()
+        pairs = 0
+        for sentence in sources:
+            counts.update(word.casefold() for word in words(sentence))
+            pairs += 1
+        kept = dict(counts.most_common(max_forms))
+        return cls(src_lang, tgt_lang, corpus, pairs if num_pairs is None else num_pairs, kept, len(counts))
+
+    @property
+    def is_capped(self) -> bool:
+        return self.num_forms > len(self.word_counts)
+
+    def unseen(self, text: str) -> list[str]:
+        """The words of ``text`` never seen in training, each once, as written, in order."""
+        out: dict[str, None] = {}
+        for word in words(text):
+            if word.casefold() not in self.word_counts:
+                out.setdefault(word)
+        return list(out)
+
+    def warnings(self, text: str) -> list[str]:
+        """What a user should be told about ``text``: nothing, unseen words, or that most of
+        its words are unseen and the translation is unlikely to mean anything."""
+        found = words(text)
+        unseen = self.unseen(text)
+        if not unseen:
+            return []
+        never = "never seen in training"
+        if self.is_capped:
+            never = f"not among the {len(self.word_counts):,} commonest words of training"
+        missing = sum(word.casefold() not in self.word_counts for word in found)
+        if missing > MOSTLY_UNSEEN * len(found):
+            return [
+                f"{missing} of {len(found)} words {never} ({', '.join(unseen)}): "
+                "the translation is unlikely to mean anything"
+            ]
+        return [f"words {never}: {', '.join(unseen)}"]
+
+    # -- in a checkpoint: plain values, the counts as one string (compact and fast to load) --
+    def to_state(self) -> dict:
+        return {
+            "src_lang": self.src_lang,
+            "tgt_lang": self.tgt_lang,
+            "corpus": self.corpus,
+            "num_pairs": self.num_pairs,
+            "num_forms": self.num_forms,
+            "word_counts": "\n".join(f"{word}\t{count}" for word, count in self.word_counts.items()),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> TrainingRecord:
+        counts = {}
+        for line in state["word_counts"].split("\n") if state["word_counts"] else []:
+            word, _, count = line.rpartition("\t")
+            counts[word] = int(count)
+        return cls(
+            state["src_lang"], state["tgt_lang"], state["corpus"], state["num_pairs"], counts, state["num_forms"]
+        )
+
+
+def rebuild_record(config: dict, cache_dir: str | Path | None = None) -> TrainingRecord | None:
+    """The record of a checkpoint written before records existed, rebuilt from its run's
+    configuration when its training corpus can be had offline: the embedded corpus (regenerated
+    from its seed, a few seconds; cached in ``cache_dir``). None otherwise."""
+    from minitrans.core.config import DataConfig
+    from minitrans.data.corpus import load_split
+
+    data = config.get("data", {})
+    if data.get("name") != "generated":
+        return None
+    what = {k: v for k, v in data.items() if k != "cache_dir"}
+    key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    cache = Path(cache_dir).expanduser() / "records" / f"{key}.json" if cache_dir else None
+    if cache is not None and cache.is_file():
+        try:
+            return TrainingRecord(**{**json.loads(cache.read_text(encoding="utf-8")), "is_rebuilt": True})
+        except (ValueError, TypeError):
+            pass  # a damaged cache entry is rebuilt
+    try:
+        sources, _, _ = load_split(DataConfig(**data), "train")
+    except (TypeError, ValueError, OSError):
+        return None
+    record = TrainingRecord.from_sentences(sources, data["src_lang"], data["tgt_lang"], "generated")
+    record = TrainingRecord(**{**record.__dict__, "is_rebuilt": True})
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            fields = {k: v for k, v in record.__dict__.items() if k != "is_rebuilt"}
+            cache.write_text(json.dumps(fields), encoding="utf-8")
+        except OSError:
+            pass  # a read-only cache only costs the rebuild next time
+    return record
+
+
+__all__ = ["MAX_FORMS", "TrainingRecord", "language_name", "rebuild_record", "words"]

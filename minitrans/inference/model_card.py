@@ -1,0 +1,95 @@
+"""A model card: what a checkpoint is and what it knows, in a dozen lines (``translate.py RUN
+--info``): the language pair, the corpus and its size, the model and its parameters, the test
+BLEU from the run's ``summary.json``, and for the embedded corpus what its grammar covers, with
+a few example sentences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from minitrans.inference.coverage import language_name
+from minitrans.inference.translator import Translator
+from minitrans.models.interface import count_parameters
+
+CORPUS_NOTES = {
+    "generated": "the embedded grammar (minitrans.data.generated)",
+    "multi30k": "Multi30k: image captions of everyday scenes (Flickr30k)",
+}
+
+
+def find_summary(checkpoint: Path | None) -> tuple[dict, Path] | None:
+    """The ``summary.json`` of the run a checkpoint belongs to (RUN/checkpoints/X.pt -> RUN),
+    with its path, or None."""
+    if checkpoint is None:
+        return None
+    for folder in (checkpoint.parent, checkpoint.parent.parent):
+        path = folder / "summary.json"
+        if path.is_file():
+            try:
+                return json.loads(path.read_text(encoding="utf-8")), path
+            except (OSError, ValueError):
+                return None
+    return None
+
+
+def _model_line(config: dict, params: int | None) -> str:
+    model = config.get("model", {})
+    kind = model.get("kind", "model")
+    if kind == "transformer":
+        shape = (
+            f"d_model {model.get('d_model')}, {model.get('num_heads')} heads, "
+            f"{model.get('num_encoder_layers')}+{model.get('num_decoder_layers')} layers"
+        )
+    else:
+        shape = f"{model.get('num_layers', '?')} GRU layers of {model.get('d_hidden', '?')} units"
+    count = f"{params:,} parameters" if params is not None else "a CTranslate2 export"
+    return f"{kind}, {count} ({shape})"
+
+
+def model_card(translator: Translator, location: str | Path | None = None) -> str:
+    """The card of a loaded model; ``location`` names it when it was not loaded from a
+    checkpoint file (a CTranslate2 export)."""
+    config = translator.config or {}
+    data = config.get("data", {})
+    src, tgt = data.get("src_lang", "?"), data.get("tgt_lang", "?")
+    record = translator.record
+    lines = [
+        f"checkpoint: {translator.path or location}",
+        f"languages:  {language_name(src)} → {language_name(tgt)} ({src}→{tgt})",
+        f"model:      {_model_line(config, count_parameters(translator.model) if translator.model is not None else None)}",
+    ]
+    corpus = data.get("name", "?")
+    note = CORPUS_NOTES.get(corpus, corpus)
+    if record is not None:
+        rebuilt = ", rebuilt from the run's configuration" if record.is_rebuilt else ""
+        lines.append(
+            f"corpus:     {note}; {record.num_pairs:,} training pairs, "
+            f"{record.num_forms:,} distinct source words{rebuilt}"
+        )
+    else:
+        lines.append(f"corpus:     {note}; coverage unknown (this checkpoint predates the record of its training data)")
+    found = find_summary(translator.path)
+    if found is not None:
+        summary, path = found
+        test = summary.get("test") or {}
+        split = (data.get("test_splits") or ["test"])[0]
+        if "bleu" in test:
+            lines.append(
+                f"test BLEU:  {test['bleu']:.2f} (chrF {test.get('chrf', float('nan')):.2f}) on {split}, "
+                f"{summary.get('weights', 'final weights')}; from {path}"
+            )
+    else:
+        lines.append("test BLEU:  unknown (no summary.json beside this checkpoint)")
+    if corpus == "generated":
+        from minitrans.data.generated import coverage_summary, example_pairs
+
+        lines += ["", "What it knows — only what the grammar generates:", coverage_summary(), "", "Examples:"]
+        for en, de in example_pairs():
+            source, target = (en, de) if src == "en" else (de, en)
+            lines.append(f"  {source}  →  {target}")
+    lines += ["", "Words never seen in training are named in a warning when you translate."]
+    return "\n".join(lines)
+
+
+__all__ = ["find_summary", "model_card"]

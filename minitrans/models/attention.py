@@ -1,0 +1,172 @@
+"""Attention, from scratch: masks, scaled dot-product attention, multi-head attention.
+
+Shape legend: B batch, H heads, Lq query length, Lk key length, D model width,
+Dk per-head key (and query) width, Dv per-head value width.
+
+Mask convention (one for the whole project): boolean, ``True`` means "may attend", broadcast
+against the scores (B, H, Lq, Lk), as in ``torch.nn.functional.scaled_dot_product_attention``.
+Masks are built only by :func:`make_padding_mask` and :func:`make_causal_mask`.
+A query row with nothing it may attend to gets all-zero weights and a zero output, never NaN.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minitrans.models.fast_dropout import Dropout, dropout  # noqa: F401  (re-exported: attention's dropout lives there)
+
+
+def make_padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
+    """(B, Lk) token ids -> (B, 1, 1, Lk): True at real tokens, False at padding."""
+    return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, Lk)
+
+
+def make_causal_mask(length: int, device: torch.device | None = None) -> Tensor:
+    """(1, 1, L, L): position i may attend to positions j <= i."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    is_causal: bool = False,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """softmax(Q Kᵀ / √Dk) V, the reference implementation, written out.
+
+    q (B, H, Lq, Dk), k (B, H, Lk, Dk), v (B, H, Lk, Dv) -> out (B, H, Lq, Dv) and, when
+    ``need_weights``, the attention weights (B, H, Lq, Lk) (after masking, before dropout).
+    """
+    if is_causal:
+        causal = make_causal_mask(q.shape[-2], q.device)
+        mask = causal if mask is None else mask & causal
+    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
+    if mask is not None:
+        # A finite fill keeps a fully masked row finite (and its keys' weights exactly 0 in any
+        # row with one real key); such rows are then zeroed below. In place: the product is a
+        # fresh tensor that no backward keeps.
+        scores = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(dim=-1)  # (B, H, Lq, Lk)
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)  # (B, 1|H, 1|Lq, 1)
+        if torch.compiler.is_compiling() or not bool(has_key.all()):  # no data-dependent branch in graphs
+            weights = weights.masked_fill(~has_key, 0.0)
+    attended = dropout(weights, dropout_p)
+    return attended @ v, (weights if need_weights else None)  # (B, H, Lq, Dv)
+
+
+def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool, dropout_p: float) -> Tensor:
+    """The same computation through PyTorch's fused kernel (no weights available).
+
+    PyTorch's kernels disagree on fully masked rows, so those rows are zeroed here to keep
+    the project's convention; it costs one reduction over the mask, not over the scores.
+    """
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal)
+    if is_causal:
+        mask = mask & make_causal_mask(q.shape[-2], q.device)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    has_key = mask.any(dim=-1, keepdim=True)  # (B, 1|H, 1|Lq, 1)
+    return torch.where(has_key, out, 0.0)  # (B, H, Lq, Dv)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention for self-attention (Q, K, V from one sequence, one fused
+    projection) and cross-attention (Q from the decoder, K and V from the encoder memory).
+
+    Projections: D -> H·Dk for Q and K, D -> H·Dv for V, H·Dv -> D for the output.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_k: int,
+        d_v: int | None = None,
+        dropout: float = 0.0,
+        is_cross: bool = False,
+    ) -> None:
+        super().__init__()
+        self.num_heads, self.d_k, self.d_v = num_heads, d_k, d_v or d_k
+        self.is_cross = is_cross
+        self.dropout = dropout
+        # PyTorch's fused kernel when it exists; the written-out path for weights, for CPU dropout, for tests
+        self.use_fused = True
+        qk_width, v_width = num_heads * self.d_k, num_heads * self.d_v
+        if is_cross:
+            self.q_proj = nn.Linear(d_model, qk_width)
+            self.kv_proj = nn.Linear(d_model, qk_width + v_width)
+        else:
+            self.qkv_proj = nn.Linear(d_model, 2 * qk_width + v_width)
+        self.out_proj = nn.Linear(v_width, d_model)
+
+    def _split_heads(self, x: Tensor, width: int) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, width).transpose(1, 2)  # (B, H, L, width)
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention: x (B, L, D) -> q, k (B, H, L, Dk), v (B, H, L, Dv)."""
+        qk_width = self.num_heads * self.d_k
+        q, k, v = self.qkv_proj(x).split([qk_width, qk_width, self.num_heads * self.d_v], dim=-1)
+        return self._split_heads(q, self.d_k), self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
+
+    def project_q(self, x: Tensor) -> Tensor:
+        return self._split_heads(self.q_proj(x), self.d_k)  # (B, Lq, D) -> (B, H, Lq, Dk)
+
+    def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Cross-attention keys and values, computed once per source: (B, S, D) -> (B, H, S, Dk|Dv)."""
+        k, v = self.kv_proj(memory).split([self.num_heads * self.d_k, self.num_heads * self.d_v], dim=-1)
+        return self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
+
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        is_causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Heads in, model width out: (B, H, Lq, Dk) ... -> (B, Lq, D), weights (B, H, Lq, Lk)."""
+        dropout_p = self.dropout if self.training else 0.0
+        # PyTorch's fused CPU kernels have no dropout: with dropout it falls back to an unfused
+        # path slower than the one written out here (docs/performance.md).
+        fused_kernel_exists = dropout_p == 0.0 or q.device.type != "cpu"
+        if self.use_fused and not need_weights and fused_kernel_exists:
+            out, weights = fused_attention(q, k, v, mask, is_causal, dropout_p), None
+        else:
+            out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal, dropout_p, need_weights)
+        batch, _, length, _ = out.shape
+        out = out.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v)  # (B, Lq, H·Dv)
+        return self.out_proj(out), weights  # (B, Lq, D)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor | None = None,
+        mask: Tensor | None = None,
+        is_causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (B, Lq, D); memory (B, Lk, D) for cross-attention, else None."""
+        if self.is_cross:
+            q, (k, v) = self.project_q(x), self.project_kv(memory)
+        else:
+            q, k, v = self.project_qkv(x)
+        return self.attend(q, k, v, mask, is_causal, need_weights)
+
+
+__all__ = [
+    "Dropout",
+    "MultiHeadAttention",
+    "dropout",
+    "fused_attention",
+    "make_causal_mask",
+    "make_padding_mask",
+    "scaled_dot_product_attention",
+]

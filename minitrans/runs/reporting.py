@@ -1,0 +1,53 @@
+"""What a training run reports: validation during training (logged to TensorBoard as it goes)
+and the final test evaluation with the hypotheses of every test split. The run's record,
+``summary.json``, is :class:`minitrans.runs.summary.RunSummary`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import datasets
+from torch.utils.tensorboard import SummaryWriter
+
+from minitrans.core.config import TrainerConfig
+from minitrans.runs.evaluation import evaluate_split, validation_losses
+from minitrans.runs.tblog import log_validation_samples
+from minitrans.inference.translator import Translator
+from minitrans.core.utils import write_atomic
+
+
+def validate(
+    translator: Translator, valid: datasets.Dataset, tcfg: TrainerConfig, writer: SummaryWriter | None, step: int
+) -> dict:
+    """Validation loss, BLEU and chrF; sample translations and attention maps to TensorBoard."""
+    limit = translator.max_len  # the loss needs pairs the model has positions for
+    fits = valid.filter(lambda row: len(row["src_ids"]) <= limit and len(row["tgt_ids"]) < limit, keep_in_memory=True)
+    longest = max((len(s) + len(t) + 1 for s, t in zip(fits["src_ids"], fits["tgt_ids"])), default=1)
+    losses = validation_losses(
+        translator.model, fits, max(tcfg.batch_tokens, longest), translator.device, tcfg.label_smoothing
+    )
+    scores, hyps = evaluate_split(translator, valid, tcfg.valid_decoding(), limit=tcfg.eval_sentences)
+    metrics = {"loss": losses["cross_entropy"], "bleu": scores["bleu"], "chrf": scores["chrf"]}
+    if writer is not None:  # "loss" in the summary is the plain cross-entropy: say so in the tag
+        writer.add_scalar("valid/cross_entropy", losses["cross_entropy"], step)
+        writer.add_scalar("valid/loss_label_smoothed", losses["label_smoothed"], step)
+        writer.add_scalar("valid/bleu", scores["bleu"], step)
+        writer.add_scalar("valid/chrf", scores["chrf"], step)
+        count = min(tcfg.sample_sentences, len(hyps))
+        log_validation_samples(writer, translator, valid.select(range(count)), hyps[:count], step)
+    return metrics
+
+
+def evaluate_tests(
+    translator: Translator, splits: dict[str, datasets.Dataset], tcfg: TrainerConfig, out_dir: Path
+) -> dict[str, dict]:
+    """Score every test split (with BLEU by source length) and keep its hypotheses under
+    ``out_dir/translations``."""
+    out = Path(out_dir) / "translations"
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for name, split in splits.items():
+        scores, hyps = evaluate_split(translator, split, tcfg.test_decoding(), with_buckets=True)
+        write_atomic(out / f"{name}.hyp.txt", "".join(h + "\n" for h in hyps))
+        results[name] = scores  # TensorBoard gets them once, as HPARAMS metrics (tblog.log_hparams)
+    return results

@@ -1,0 +1,75 @@
+"""``summary.json``: the record of a finished run, written by the trainer and read by sweeps,
+TensorBoard's HPARAMS view and ``compare.py``.
+
+The JSON keys are the README's (``test``, ``valid``, ``test_splits``, ``params``, ``steps``,
+``train_seconds``, ``weights``, ``config`` ...), so summaries written before this record
+existed still read; a key an older or partial summary lacks takes the default below.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from minitrans.core.utils import write_atomic
+
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass
+class RunSummary:
+    name: str = ""  # the run's label (cfg.name, else the model kind)
+    model: str = ""  # the model kind: transformer, rnn, rnn_attention
+    params: int = 0
+    steps: int | None = None  # None only in a partial summary (compare.py shows "–")
+    epochs: int = 0
+    skipped_steps: int = 0  # steps whose loss or gradient was not finite
+    train_seconds: float | None = None
+    device: str = ""
+    processes: int = 1
+    weights: str = ""  # which weights were scored (best validation BLEU, an average, the last)
+    valid: dict[str, Any] = field(default_factory=dict)  # loss, bleu, chrf of the scored weights
+    test: dict[str, Any] = field(default_factory=dict)  # the first test split's scores (bleu, chrf, by_length ...)
+    test_splits: dict[str, dict[str, Any]] = field(default_factory=dict)  # every test split's scores
+    data: dict[str, Any] = field(default_factory=dict)  # where each split came from, cleaning counts, held-out pairs
+    config: dict[str, Any] = field(default_factory=dict)  # the resolved configuration
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> RunSummary:
+        """A summary from its JSON form; keys it does not know are ignored, missing ones default."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in values.items() if key in known})
+
+    def write(self, out_dir: str | Path) -> Path:
+        path = Path(out_dir) / SUMMARY_FILE
+        write_atomic(path, json.dumps(self.to_dict(), indent=2))  # compare.py never sees half of one
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> RunSummary:
+        """Read ``path`` (a summary.json, or a run folder holding one)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / SUMMARY_FILE
+        values = json.loads(path.read_text(encoding="utf-8"))  # a truncated file: ValueError
+        if not isinstance(values, dict):
+            raise ValueError(f"{path} does not hold a JSON object")
+        return cls.from_dict(values)
+
+
+def summary_line(summary: RunSummary, out_dir: str | Path) -> str:
+    """The one line a finished run prints."""
+    test, valid = summary.test, summary.valid
+    return (
+        f"{summary.model} ({summary.params:,} params): test BLEU {test['bleu']:.2f} chrF {test['chrf']:.2f} | "
+        f"valid BLEU {valid['bleu']:.2f} loss {valid['loss']:.3f} | {summary.steps} steps, "
+        f"{summary.train_seconds:.0f} s training | {out_dir}"
+    )
+
+
+__all__ = ["SUMMARY_FILE", "RunSummary", "summary_line"]

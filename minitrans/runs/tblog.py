@@ -1,0 +1,293 @@
+"""What a run shows in TensorBoard: the chart layout, sample translations, attention maps, and
+the hyper-parameters with the final figures.
+
+Tags written here, all into the run's own event file:
+
+    samples/translations                       text: a table of the sample sentences (source,
+                                               reference, hypothesis), one per validation
+    attention_{kind}/sample{i}/layer{n}/head{h}   image: one head's map, every card the same size
+                                               (kind: cross, dec_self, enc_self)
+    attention/none                             text, for a model without attention (fixed-context RNN)
+    ~final/*                                   scalars: the final figures, read by HPARAMS as its
+                                               metric columns (the "~" sorts them after train/ and
+                                               valid/, so SCALARS opens on the curves)
+    _hparams_/experiment, session_start_info … the hyper-parameters, for the HPARAMS view
+    custom_scalars__config__                   the CUSTOM SCALARS layout: train vs valid loss, BLEU
+"""
+
+from __future__ import annotations
+
+import re
+
+from google.protobuf import struct_pb2
+from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
+from tensorboard.plugins.hparams import metadata as hparams_metadata
+from torch.utils.tensorboard import SummaryWriter
+from torch.utils.tensorboard.summary import hparams as hparams_summaries
+
+from minitrans.runs.summary import RunSummary
+from minitrans.inference.translator import sentence_tokens
+from minitrans.runs.viz import attention_cards, figure_to_array
+
+NO_ATTENTION = (
+    "this model has no attention: one context vector C for every target word "
+    "(the encoder's summary of the whole source), so there is no alignment to show"
+)
+FINAL = "~final"  # the final figures' tag prefix: sorts after train/ and valid/ in SCALARS
+
+# The CUSTOM SCALARS tab: the curves to read first, train against valid on one chart.
+# (Tags are regular expressions; the valid curves have a point per validation only, so read
+# them with smoothing 0.)
+SCALARS_LAYOUT = {
+    "train vs valid": {
+        "loss, label-smoothed (what training minimises)": [
+            "Multiline",
+            [r"train/loss_label_smoothed$", r"valid/loss_label_smoothed$"],
+        ],
+        "valid cross-entropy, no label smoothing (smoothing 0)": ["Multiline", [r"valid/cross_entropy$"]],
+        "valid BLEU and chrF (a point per validation: read with smoothing 0)": [
+            "Multiline",
+            [r"valid/bleu$", r"valid/chrf$"],
+        ],
+    },
+    "training": {
+        "learning rate": ["Multiline", [r"train/lr$"]],
+        "target tokens per second": ["Multiline", [r"train/tokens_per_second$"]],
+    },
+}
+
+
+def log_layout(writer: SummaryWriter) -> None:
+    """The CUSTOM SCALARS layout (:data:`SCALARS_LAYOUT`); once per event file."""
+    writer.add_custom_scalars(SCALARS_LAYOUT)
+
+
+def _markdown(text: str) -> str:
+    """Escape what TensorBoard's Markdown would eat (``<unk>``, ``*``, ``|`` …)."""
+    return re.sub(r"([\\`*_{}\[\]<>|#])", r"\\\1", text)
+
+
+def samples_table(sources: list[str], references: list[str], hypotheses: list[str]) -> str:
+    """A Markdown table with a header row: one row per sample sentence."""
+    lines = ["| # | source | reference | hypothesis |", "|---:|---|---|---|"]
+    for i, (src, ref, hyp) in enumerate(zip(sources, references, hypotheses)):
+        lines.append(f"| {i} | {_markdown(src)} | {_markdown(ref)} | {_markdown(hyp) or '*(empty)*'} |")
+    return "\n".join(lines)
+
+
+def log_validation_samples(writer: SummaryWriter, translator, samples, hypotheses: list[str], step: int) -> None:
+    """Source, reference and hypothesis of the fixed sample sentences as one table, and every
+    attention map of the model on each of them (teacher forcing its own hypothesis).
+
+    ``samples`` is a Dataset slice (or list of rows) with ``src``, ``tgt`` and ``src_ids``;
+    ``hypotheses`` are their current translations. The hypothesis ids come from re-encoding
+    the text, which matches the decoder's own ids up to SentencePiece normalisation.
+    """
+    if not hypotheses:
+        return
+    rows = [samples[i] for i in range(len(hypotheses))]
+    table = samples_table([row["src"] for row in rows], [row["tgt"] for row in rows], hypotheses)
+    writer.add_text("samples/translations", table, step)
+    has_attention = True
+    for i, (row, hyp) in enumerate(zip(rows, hypotheses)):
+        if has_attention:
+            has_attention = log_attention(
+                writer, translator, row["src_ids"], hyp, step, sample=i, title_prefix=f"sample {i} · "
+            )
+    if not has_attention:
+        writer.add_text("attention/none", NO_ATTENTION, step)
+
+
+def log_attention(
+    writer: SummaryWriter,
+    translator,
+    src_ids,
+    hypothesis: str | list[int],
+    step: int,
+    sample: int = 0,
+    title_prefix: str = "",
+) -> bool:
+    """Every head's map of every kind and layer for one sentence and its translation (text,
+    or the decoder's own ids) under ``attention_{kind}/sample{sample}/layer{n}/head{h}``;
+    False (and nothing logged) when the model has no attention."""
+    tokenizer = translator.tokenizer
+    hyp_ids = tokenizer.encode_tgt([hypothesis])[0] if isinstance(hypothesis, str) else list(hypothesis)
+    hyp_ids = hyp_ids[: max(translator.max_len - 1, 0)]  # the decoder input is <s> + hypothesis
+    maps = translator.attention_maps(src_ids, hyp_ids)
+    if not maps:
+        return False
+    src_tokens, tgt_in_tokens, tgt_out_tokens = sentence_tokens(tokenizer, src_ids, hyp_ids)
+    for key, fig in attention_cards(maps, src_tokens, tgt_in_tokens, tgt_out_tokens, title_prefix).items():
+        kind, rest = key.split("/", 1)
+        writer.add_image(f"attention_{kind}/sample{sample}/{rest}", figure_to_array(fig), step, dataformats="HWC")
+    return True
+
+
+def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:
+    """The hyper-parameters a run is compared by; only those that apply to its model kind."""
+    model, trainer, data = cfg.model, cfg.trainer, cfg.data
+    values = {
+        "name": summary.name or model.kind,
+        "model": model.kind,
+        "params": num_params,
+        "data": data.name,
+        "vocab_size": data.vocab_size,
+        "max_steps": trainer.max_steps,
+        "steps": summary.steps or 0,
+        "batch_tokens": trainer.batch_tokens,
+        "lr": trainer.lr,
+        "warmup_steps": trainer.warmup_steps,
+        "dropout": model.dropout,
+        "label_smoothing": trainer.label_smoothing,
+        "seed": cfg.seed,
+    }
+    if model.kind == "transformer":
+        values |= {
+            "num_heads": model.num_heads,
+            "d_k": model.d_k,
+            "d_v": model.d_v,
+            "d_model": model.d_model,
+            "d_ff": model.d_ff,
+            "encoder_layers": model.num_encoder_layers,
+            "decoder_layers": model.num_decoder_layers,
+            "norm_first": model.norm_first,
+        }
+    else:
+        values |= {
+            "d_embed": model.d_embed,
+            "d_hidden": model.d_hidden,
+            "layers": model.num_layers,
+            "bidirectional": model.bidirectional,
+        }
+        if model.kind == "rnn_attention":
+            values["d_attention"] = model.d_attention
+    return {key: str(value).lower() if isinstance(value, bool) else value for key, value in values.items()}
+
+
+# Every hyper-parameter any model kind logs: one fixed list for all kinds, so a sweep mixing
+# Transformers and RNNs has one set of columns whichever run's experiment summary TensorBoard
+# reads. HPARAMS sorts them by name and shows five by default, those marked as differing
+# first: KEY_HPARAMS are marked so, and are the five shown.
+HPARAM_NAMES = (
+    "model",
+    "num_heads",
+    "d_k",
+    "d_model",
+    "params",
+    "d_v",
+    "d_ff",
+    "encoder_layers",
+    "decoder_layers",
+    "norm_first",
+    "d_embed",
+    "d_hidden",
+    "layers",
+    "bidirectional",
+    "d_attention",
+    "dropout",
+    "lr",
+    "warmup_steps",
+    "batch_tokens",
+    "max_steps",
+    "steps",
+    "label_smoothing",
+    "vocab_size",
+    "data",
+    "seed",
+    "name",
+)
+KEY_HPARAMS = ("model", "num_heads", "d_k", "d_model", "params")
+DISCRETE = {
+    "model": ["rnn", "rnn_attention", "transformer"],
+    **{k: ["false", "true"] for k in ("norm_first", "bidirectional")},
+}
+
+
+def final_metrics(summary: RunSummary) -> dict[str, tuple[float, str]]:
+    """The final figures, ``{tag: (value, display name)}``: valid and test BLEU and chrF, valid
+    cross-entropy, training minutes, and BLEU/chrF of every further test split."""
+    valid, test = summary.valid, summary.test
+    metrics = {
+        f"{FINAL}/test_bleu": (test["bleu"], "test BLEU"),
+        f"{FINAL}/test_chrf": (test["chrf"], "test chrF"),
+        f"{FINAL}/valid_bleu": (valid["bleu"], "valid BLEU"),
+        f"{FINAL}/valid_chrf": (valid["chrf"], "valid chrF"),
+        f"{FINAL}/valid_cross_entropy": (valid["loss"], "valid cross-entropy"),
+        f"{FINAL}/train_minutes": ((summary.train_seconds or 0.0) / 60, "training minutes"),
+    }
+    splits = summary.test_splits
+    first = next(iter(splits), None)
+    for name, scores in splits.items():
+        if name != first:
+            metrics[f"{FINAL}/{name}_bleu"] = (scores["bleu"], f"{name} BLEU")
+            metrics[f"{FINAL}/{name}_chrf"] = (scores["chrf"], f"{name} chrF")
+    return {tag: (float(value), label) for tag, (value, label) in metrics.items()}
+
+
+def _plugin_summary(tag: str, data: plugin_data_pb2.HParamsPluginData) -> Summary:
+    data.version = hparams_metadata.PLUGIN_DATA_VERSION
+    plugin = SummaryMetadata.PluginData(plugin_name=hparams_metadata.PLUGIN_NAME, content=data.SerializeToString())
+    return Summary(value=[Summary.Value(tag=tag, metadata=SummaryMetadata(plugin_data=plugin))])
+
+
+def experiment_summary(metrics: dict[str, tuple[float, str]]) -> Summary:
+    """HPARAMS' experiment: every hyper-parameter of :data:`HPARAM_NAMES` and the final metrics.
+
+    Written explicitly because TensorBoard's own guess fails when ``--logdir`` is the run
+    folder itself: the run is then called ".", and the metric it infers looks for run "./."
+    (empty metric columns). Naming each metric with an empty group points it at the session's
+    own run, whichever folder is the logdir."""
+    infos = []
+    for name in HPARAM_NAMES:
+        info = api_pb2.HParamInfo(name=name, differs=name in KEY_HPARAMS, type=api_pb2.DATA_TYPE_FLOAT64)
+        if name in DISCRETE:
+            info.type = api_pb2.DATA_TYPE_STRING
+            info.domain_discrete.values.extend(struct_pb2.Value(string_value=v) for v in DISCRETE[name])
+        elif name in ("data", "name"):
+            info.type = api_pb2.DATA_TYPE_STRING
+        infos.append(info)
+    metric_infos = [
+        api_pb2.MetricInfo(name=api_pb2.MetricName(group="", tag=tag), display_name=label)
+        for tag, (_, label) in metrics.items()
+    ]
+    experiment = api_pb2.Experiment(hparam_infos=infos, metric_infos=metric_infos)
+    return _plugin_summary(hparams_metadata.EXPERIMENT_TAG, plugin_data_pb2.HParamsPluginData(experiment=experiment))
+
+
+def log_hparams(writer: SummaryWriter, cfg, num_params: int, summary: RunSummary) -> None:
+    """Hyper-parameters with the run's final figures, for TensorBoard's HPARAMS view.
+
+    Everything goes into the run's own event file (``SummaryWriter.add_hparams`` would make a
+    second run in a sub-folder), so each run folder of a sweep is one row of the HPARAMS table
+    and its metric columns fill in whether ``--logdir`` is the run folder or its parent. The
+    final figures are scalars under ``~final/`` (HPARAMS reads its metrics from scalars).
+    """
+    values = run_hparams(cfg, num_params, summary)
+    metrics = final_metrics(summary)
+    _, session_start, session_end = hparams_summaries(values, {tag: value for tag, (value, _) in metrics.items()})
+    file_writer = writer._get_file_writer()
+    file_writer.add_summary(experiment_summary(metrics))
+    file_writer.add_summary(session_start)
+    step = summary.steps
+    for tag, (value, _) in metrics.items():
+        writer.add_scalar(tag, value, step)
+    file_writer.add_summary(session_end)
+    writer.flush()
+
+
+__all__ = [
+    "FINAL",
+    "HPARAM_NAMES",
+    "KEY_HPARAMS",
+    "NO_ATTENTION",
+    "SCALARS_LAYOUT",
+    "experiment_summary",
+    "final_metrics",
+    "log_attention",
+    "log_hparams",
+    "log_layout",
+    "log_validation_samples",
+    "run_hparams",
+    "samples_table",
+]

@@ -1,0 +1,353 @@
+"""Attention heatmaps with the subword tokens on both axes, for TensorBoard and PNG files.
+
+Figures are plain :class:`matplotlib.figure.Figure` objects drawn on the non-interactive Agg
+canvas: pyplot is never imported, no global backend is switched, and a figure is freed as
+soon as nothing refers to it (there is no pyplot registry to ``close`` it from).
+
+Every map is drawn on one fixed 0-1 colour scale, so pictures of different heads, layers and
+training steps compare by eye. The axes of each kind of map, as
+:meth:`minitrans.inference.translator.Translator.attention_maps` returns them ``{kind: [per-layer
+(H, Lq, Lk)]}``:
+
+    enc_self   rows and columns: source pieces (ending in ``</s>``)
+    dec_self   rows and columns: decoder inputs, ``<s>`` + target pieces
+    cross      rows: output tokens, target pieces + ``</s>``; columns: source pieces
+
+TensorBoard gets one card per head (:func:`attention_cards`): every card has the same fixed
+size, so the IMAGES tab lines them up, and its fonts and label spacing are chosen to be read
+at the card's default width. PNG files get the whole layer as a grid (:func:`attention_figure`).
+
+Every plot of runs colours a model kind the same way (:data:`MODEL_COLORS`).
+
+Shape legend: H heads, Lq query (row) length, Lk key (column) length.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from minitrans.core.textio import numbered_path
+
+if TYPE_CHECKING:  # tensors come in, but plotting needs no torch: compare.py starts without it
+    import torch
+
+    from minitrans.core.config import DecodingOptions
+    from minitrans.inference.translator import Translator
+
+KIND_TITLES = {
+    "enc_self": "encoder self-attention",
+    "dec_self": "decoder masked self-attention",
+    "cross": "cross-attention (rows: output tokens, columns: source)",
+}
+CMAP = "viridis"
+# One colour per model kind in every plot (tab10's blue, red and green): the Transformer is
+# never green in one figure and blue in the next.
+MODEL_COLORS = {"transformer": "#1f77b4", "rnn": "#d62728", "rnn_attention": "#2ca02c"}
+OTHER_COLORS = ("#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+CARD_INCHES = 3.6  # a TensorBoard card: 360 x 360 pixels at DPI, near its default display width
+CARD_FONT = 10.0
+CARD_MAX_LABELS = 20  # per axis; a longer sentence labels every 2nd (3rd ...) token
+CARD_LABEL_CHARS = 10
+MAX_HEADS_PER_ROW = 4
+MAX_ROW_INCHES = 20.0  # fewer heads to a row when sentences are long
+MAX_LABEL_CHARS = 16
+DPI = 100
+
+
+def _label(token: str) -> str:
+    """A tick label that matplotlib prints literally ("$" would start mathtext), cut if very long."""
+    if len(token) > MAX_LABEL_CHARS:
+        token = token[: MAX_LABEL_CHARS - 1] + "…"
+    return token.replace("$", r"\$")
+
+
+def _cell_inches(num_rows: int, num_cols: int) -> float:
+    """Cells shrink as sentences grow, so a long sentence stays a picture, not a poster."""
+    return float(np.clip(5.0 / max(num_rows, num_cols, 1), 0.13, 0.3))
+
+
+def _text_inches(tokens: Sequence[str], font: float) -> float:
+    """Room a column of tick labels needs (a generous estimate; no text is measured, which
+    would cost a draw)."""
+    longest = max((len(t) for t in tokens), default=1)
+    return min(longest, MAX_LABEL_CHARS) * font * 0.6 / 72 + 0.1
+
+
+def _draw_grid(
+    panels: list[list[torch.Tensor]],
+    row_tokens: Sequence[str],
+    col_tokens: Sequence[str],
+    title: str,
+    panel_titles: list[list[str]],
+) -> Figure:
+    """A grid of (Lq, Lk) heatmaps sharing the token axes and one colour bar.
+
+    Row tokens label the first panel of each grid row; column tokens sit on top of every
+    panel, rotated, so each panel reads on its own. The layout is computed in inches from the
+    sentence lengths (a layout engine would measure every label: several times slower).
+    """
+    num_rows, num_cols = len(row_tokens), len(col_tokens)
+    grid_rows, grid_cols = len(panels), max(len(row) for row in panels)
+    cell = _cell_inches(num_rows, num_cols)
+    font = float(np.clip(cell * 72 * 0.75, 6, 10))
+    panel_w, panel_h = num_cols * cell, num_rows * cell
+    left, top_labels = _text_inches(row_tokens, font), _text_inches(col_tokens, font)
+    panel_title = 1.6 * (font + 1) / 72 if any(any(row) for row in panel_titles) else 0.0
+    gap_x, gap_y, bar_w = 0.15, 0.25, 0.9
+    width = max(left + grid_cols * panel_w + (grid_cols - 1) * gap_x + bar_w, 3.0)
+    title_font = font + 3
+    title_lines = textwrap.wrap(title, max(20, int(width * 72 / (0.55 * title_font)))) or [""]
+    title_h = len(title_lines) * 1.4 * title_font / 72 + 0.3
+    height = max(title_h + grid_rows * (top_labels + panel_title + panel_h) + (grid_rows - 1) * gap_y + 0.15, 2.0)
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(fig)
+    image = None
+    for r, row in enumerate(panels):
+        bottom = (
+            height - title_h - r * (top_labels + panel_title + panel_h + gap_y) - top_labels - panel_title - panel_h
+        )
+        for c, weights in enumerate(row):
+            x = left + c * (panel_w + gap_x)
+            ax = fig.add_axes((x / width, bottom / height, panel_w / width, panel_h / height))
+            image = ax.imshow(
+                weights.detach().float().cpu().numpy(),
+                cmap=CMAP,
+                vmin=0.0,
+                vmax=1.0,
+                aspect="auto",
+                interpolation="nearest",
+            )
+            if panel_titles[r][c]:
+                ax.set_title(panel_titles[r][c], fontsize=font + 1, pad=3)  # placed above the top tick labels
+            ax.xaxis.tick_top()
+            ax.set_xticks(range(num_cols), [_label(t) for t in col_tokens], rotation=90, fontsize=font)
+            ax.set_yticks(range(num_rows), [_label(t) for t in row_tokens] if c == 0 else [], fontsize=font)
+            ax.tick_params(length=0, pad=1)
+    if image is not None:
+        bar_h = min(height - title_h - 0.3, max(panel_h, 1.5))
+        bar_bottom = height - title_h - top_labels - panel_title - bar_h
+        bar = fig.add_axes(((width - bar_w + 0.15) / width, bar_bottom / height, 0.12 / width, bar_h / height))
+        fig.colorbar(image, cax=bar)
+        bar.tick_params(labelsize=font)
+    fig.suptitle("\n".join(title_lines), fontsize=title_font, y=1 - 0.08 / height, va="top")
+    return fig
+
+
+def model_color(kind: str, index: int = 0) -> str:
+    """The fixed colour of a model kind; other kinds cycle through the remaining colours."""
+    return MODEL_COLORS.get(kind) or OTHER_COLORS[index % len(OTHER_COLORS)]
+
+
+def _card_ticks(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
+    """Positions and labels for one axis of a card: every token, or every k-th of a long one."""
+    every = math.ceil(len(tokens) / CARD_MAX_LABELS) if tokens else 1
+    positions = list(range(0, len(tokens), every))
+    labels = []
+    for i in positions:
+        token = tokens[i] if len(tokens[i]) <= CARD_LABEL_CHARS else tokens[i][: CARD_LABEL_CHARS - 1] + "…"
+        labels.append(token.replace("$", r"\$"))
+    return positions, labels
+
+
+def attention_card(weights: torch.Tensor, row_tokens: Sequence[str], col_tokens: Sequence[str], title: str) -> Figure:
+    """One head's map (Lq, Lk) on a card of fixed size (:data:`CARD_INCHES` square): row tokens
+    down the left, column tokens along the top, a 0-1 colour bar. Every card has the same
+    shape whatever the sentence; a long sentence labels every k-th token so the labels stay
+    at :data:`CARD_FONT` points and readable when TensorBoard shows the card at its width."""
+    if weights.dim() != 2 or tuple(weights.shape) != (len(row_tokens), len(col_tokens)):
+        raise ValueError(
+            f"a map of shape {tuple(weights.shape)} does not match {len(row_tokens)} row and "
+            f"{len(col_tokens)} column tokens"
+        )
+    size = CARD_INCHES
+    row_ticks, row_labels = _card_ticks(row_tokens)
+    col_ticks, col_labels = _card_ticks(col_tokens)
+    font = CARD_FONT if max(len(row_ticks), len(col_ticks)) <= 14 else CARD_FONT - 1
+    left = _text_inches(row_labels, font) + 0.1
+    top_labels = _text_inches(col_labels, font) + 0.05
+    title_lines = textwrap.wrap(title, int(size * 72 / (0.55 * (font + 1)))) or [""]
+    title_h = len(title_lines[:2]) * 1.35 * (font + 1) / 72 + 0.12
+    bar_w, right, bottom = 0.1, 0.4, 0.08
+    panel_w = size - left - bar_w - right
+    panel_h = size - title_h - top_labels - bottom
+    fig = Figure(figsize=(size, size), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((left / size, bottom / size, panel_w / size, panel_h / size))
+    image = ax.imshow(
+        weights.detach().float().cpu().numpy(), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest"
+    )
+    ax.xaxis.tick_top()
+    ax.set_xticks(col_ticks, col_labels, rotation=90, fontsize=font)
+    ax.set_yticks(row_ticks, row_labels, fontsize=font)
+    ax.tick_params(length=2, pad=1)
+    bar = fig.add_axes(((left + panel_w + 0.08) / size, bottom / size, bar_w / size, panel_h / size))
+    fig.colorbar(image, cax=bar, ticks=[0, 0.5, 1], format="%g")
+    bar.tick_params(labelsize=font - 1)
+    fig.suptitle("\n".join(title_lines[:2]), fontsize=font + 1, y=1 - 0.06 / size, va="top")
+    return fig
+
+
+def attention_cards(
+    attention: dict[str, list[torch.Tensor]],
+    src_tokens: Sequence[str],
+    tgt_in_tokens: Sequence[str],
+    tgt_out_tokens: Sequence[str],
+    title_prefix: str = "",
+) -> dict[str, Figure]:
+    """One card per kind, layer and head, keyed ``"cross/layer1/head1"`` … (counting from 1);
+    a model without attention gives ``{}``."""
+    cards = {}
+    short = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
+    for kind, layers in attention.items():
+        rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
+        for index, maps in enumerate(layers, start=1):
+            for head in range(maps.shape[0]):
+                title = (
+                    f"{title_prefix}{short.get(kind, kind)} · layer {index}/{len(layers)} · head {head + 1}/{len(maps)}"
+                )
+                cards[f"{kind}/layer{index}/head{head + 1}"] = attention_card(maps[head], rows, cols, title)
+    return cards
+
+
+def attention_figure(maps: torch.Tensor, row_tokens: list[str], col_tokens: list[str], title: str) -> Figure:
+    """One layer's maps (H, Lq, Lk): heads as panels (at most four to a row), the tokens on
+    both axes, one 0-1 colour scale with a colour bar."""
+    if maps.dim() != 3 or maps.shape[1:] != (len(row_tokens), len(col_tokens)):
+        raise ValueError(
+            f"maps of shape {tuple(maps.shape)} do not match {len(row_tokens)} row and {len(col_tokens)} column tokens"
+        )
+    num_heads = maps.shape[0]
+    panel_inches = maps.shape[2] * _cell_inches(maps.shape[1], maps.shape[2]) + 0.15
+    most = max(1, min(num_heads, MAX_HEADS_PER_ROW, int(MAX_ROW_INCHES // panel_inches)))
+    per_row = math.ceil(num_heads / math.ceil(num_heads / most))  # balanced rows: 2 + 2, not 3 + 1
+    panels, titles = [], []
+    for start in range(0, num_heads, per_row):
+        heads = range(start, min(start + per_row, num_heads))
+        panels.append([maps[h] for h in heads])
+        titles.append([f"head {h + 1}" if num_heads > 1 else "" for h in heads])
+    return _draw_grid(panels, row_tokens, col_tokens, title, titles)
+
+
+# Which tokens label the rows and the columns of each kind of map (names of SentenceAttention's fields).
+KIND_AXES = {
+    "enc_self": ("src_tokens", "src_tokens"),
+    "dec_self": ("tgt_in_tokens", "tgt_in_tokens"),
+    "cross": ("tgt_out_tokens", "src_tokens"),
+}
+
+
+def _axes_for(kind: str, src_tokens, tgt_in_tokens, tgt_out_tokens) -> tuple[list[str], list[str]]:
+    if kind not in KIND_AXES:
+        raise ValueError(f"unknown attention kind {kind!r}")
+    tokens = {"src_tokens": src_tokens, "tgt_in_tokens": tgt_in_tokens, "tgt_out_tokens": tgt_out_tokens}
+    rows, cols = KIND_AXES[kind]
+    return list(tokens[rows]), list(tokens[cols])
+
+
+def attention_figures(
+    attention: dict[str, list[torch.Tensor]],
+    src_tokens: Sequence[str],
+    tgt_in_tokens: Sequence[str],
+    tgt_out_tokens: Sequence[str],
+    title_prefix: str = "",
+) -> dict[str, Figure]:
+    """One figure per kind and layer, keyed ``"enc_self/layer1"``, ``"dec_self/layer1"``,
+    ``"cross/layer1"`` … (layers count from 1). A model without attention gives ``{}``."""
+    figures = {}
+    for kind, layers in attention.items():
+        rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
+        for index, maps in enumerate(layers, start=1):
+            title = f"{title_prefix}{KIND_TITLES.get(kind, kind)}, layer {index} of {len(layers)}"
+            figures[f"{kind}/layer{index}"] = attention_figure(maps, rows, cols, title)
+    return figures
+
+
+def save_attention_png(
+    attention: dict[str, list[torch.Tensor]],
+    src_tokens: Sequence[str],
+    tgt_in_tokens: Sequence[str],
+    tgt_out_tokens: Sequence[str],
+    path: str | Path,
+) -> list[Path]:
+    """Cross-attention of every layer and head as one PNG at ``path``: layers as rows (layer 1
+    on top), heads as columns, output tokens down the side and source pieces along the top.
+
+    Returns the files written: ``[path]``, or ``[]`` when the model has no cross-attention
+    (the fixed-context RNN), in which case nothing is written.
+    """
+    layers = attention.get("cross", [])
+    if not layers:
+        return []
+    rows, cols = _axes_for("cross", src_tokens, tgt_in_tokens, tgt_out_tokens)
+    num_heads = max(maps.shape[0] for maps in layers)
+    panels = [[maps[h] for h in range(maps.shape[0])] for maps in layers]
+    titles = [
+        [f"layer {index}" + (f", head {h + 1}" if num_heads > 1 else "") for h in range(maps.shape[0])]
+        for index, maps in enumerate(layers, start=1)
+    ]
+    fig = _draw_grid(panels, rows, cols, KIND_TITLES["cross"], titles)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    return [path]
+
+
+def figure_to_array(fig: Figure) -> np.ndarray:
+    """Render a figure on the Agg canvas: (height, width, 3) uint8, for ``add_image(dataformats="HWC")``."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+def translate_with_attention(
+    translator: Translator, sentences: Sequence[str], path: str | Path, options: DecodingOptions | None = None
+) -> tuple[list[str], list[Path]]:
+    """Translate ``sentences`` (as :meth:`Translator.translate`) and save the cross-attention of
+    every layer and head of each translation as PNG (greedy unless ``options`` say otherwise).
+
+    Returns the translations and the files written. Blank sentences get no picture, nor does a
+    model without cross-attention (the fixed-context RNN): a warning says so.
+    """
+    from minitrans.inference.translator import GREEDY
+
+    src_ids = translator.encode(sentences)
+    hyps = translator.translate_encoded(src_ids, options or GREEDY)
+    written: list[Path] = []
+    for number, (sentence, ids, hyp) in enumerate(zip(sentences, src_ids, hyps), 1):
+        if not sentence.strip():
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # translate_encoded already warned about a cut sentence
+            attention = translator.attention(ids, hyp)
+        if "cross" not in attention.maps:
+            warnings.warn("this model has no cross-attention to draw (a fixed-context RNN)", stacklevel=2)
+            break
+        target = numbered_path(path, number, len(sentences))
+        written += save_attention_png(
+            attention.maps, attention.src_tokens, attention.tgt_in_tokens, attention.tgt_out_tokens, target
+        )
+    return [translator.decode(ids) for ids in hyps], written
+
+
+__all__ = [
+    "translate_with_attention",
+    "KIND_AXES",
+    "KIND_TITLES",
+    "MODEL_COLORS",
+    "attention_card",
+    "attention_cards",
+    "attention_figure",
+    "attention_figures",
+    "model_color",
+    "figure_to_array",
+    "save_attention_png",
+]

@@ -1,0 +1,73 @@
+"""Resuming a run: which checkpoint it continues from, and what may change when it does.
+
+This is the trainer's policy, kept out of :mod:`minitrans.core.checkpoint` (which only writes and
+reads files safely): a run resumes only the model, training data and seed it was trained
+with; ``trainer.*`` may change (e.g. a larger ``max_steps`` to train on), and so may what is
+evaluated (:data:`EVALUATION_ONLY`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint
+from minitrans.core.config import EVALUATION_ONLY, ConfigError, TrainConfig, TrainerConfig, normalized_model
+
+AFRESH = "to start afresh: trainer.resume=false or a new run folder"
+
+
+def find_resume_checkpoint(ckpt_dir: Path, tcfg: TrainerConfig) -> Path | None:
+    """The checkpoint a run starts from: its own ``last.pt`` first (so a re-run continues where
+    it stopped), then ``trainer.resume_from``; None for a fresh start."""
+    own = Path(ckpt_dir) / "last.pt"
+    if tcfg.resume and own.exists():
+        return own
+    if tcfg.resume_from is not None:
+        if not Path(tcfg.resume_from).is_file():
+            raise CheckpointError(f"trainer.resume_from: no checkpoint at {tcfg.resume_from}")
+        return Path(tcfg.resume_from)
+    return None
+
+
+def load_resume_checkpoint(path: Path | None, device: torch.device) -> dict | None:
+    """The checkpoint's contents (None for a fresh start); a problem says how to start afresh."""
+    if path is None:
+        return None
+    try:
+        return load_checkpoint(path, map_location=device)
+    except CheckpointError as error:
+        raise CheckpointError(f"{error} ({AFRESH})") from None
+
+
+def check_same_run(saved_config: dict, cfg: TrainConfig, path: Path) -> None:
+    """Refuse (ConfigError naming the key) a checkpoint of another model, corpus or seed."""
+    config = asdict(cfg)
+    for section in ("model", "data"):
+        saved = saved_config.get(section, {})
+        if section == "model":
+            saved = normalized_model(saved)
+        for key, value in config[section].items():
+            if key not in EVALUATION_ONLY and key in saved and saved[key] != value:
+                raise ConfigError(
+                    f"{section}.{key}: {path} was trained with {saved[key]!r}, not {value!r}; resume with "
+                    "the original value, use a new run folder, or set trainer.resume=false"
+                )
+    saved_seed = saved_config.get("seed", cfg.seed)
+    if saved_seed != cfg.seed:  # the data order and every random stream follow the seed
+        raise ConfigError(
+            f"seed: {path} was trained with seed={saved_seed}, not {cfg.seed}; resume with "
+            "the original seed, use a new run folder, or set trainer.resume=false"
+        )
+
+
+__all__ = [
+    "AFRESH",
+    "EVALUATION_ONLY",
+    "check_same_run",
+    "find_resume_checkpoint",
+    "load_resume_checkpoint",
+    "normalized_model",
+]

@@ -1,0 +1,112 @@
+"""What a training run reads: corpus, tokenizer, tokenised splits and token-count batches.
+
+The training split's ids are held compactly (:class:`~minitrans.data.token_ids.TokenIds`,
+memory-mapped from the cache), so a corpus of millions of pairs fits in a few hundred MB.
+Problems with the data (a missing folder, an empty split, a vocabulary SentencePiece cannot
+build, no pair short enough) become a :class:`~minitrans.core.config.ConfigError` naming the key
+to change, so the training script reports them in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+import numpy as np
+
+from minitrans.core.config import ConfigError, DataConfig, TrainConfig, first_line
+from minitrans.core.utils import write_atomic
+from minitrans.data.batching import TokenBatchSampler
+from minitrans.data.corpus import PreparedCorpus, describe, prepare_corpus
+from minitrans.data.token_ids import TokenIds
+from minitrans.data.tokenize import tokenize_corpus, tokenize_pairs
+from minitrans.data.tokenizer import Tokenizer
+from minitrans.inference.coverage import TrainingRecord
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainingData:
+    tokenizer: Tokenizer
+    splits: datasets.DatasetDict  # the validation and test splits, with src_ids / tgt_ids columns
+    src_ids: TokenIds  # the training pairs that fit the model
+    tgt_ids: TokenIds
+    sampler: TokenBatchSampler  # global batches: the same for any number of processes
+    record: TrainingRecord  # what the model will know: language pair, corpus, source word forms
+    report: dict  # where the data came from, what was cleaned, held out and left out (summary.json)
+
+
+def train_tokenizer(cfg: DataConfig, corpus: PreparedCorpus) -> Tokenizer:
+    """SentencePiece on the training split, or on a seeded sample of ``data.spm_sample`` pairs."""
+    train = corpus.splits[cfg.train_split]
+    if len(train) > cfg.spm_sample:
+        rows = np.sort(np.random.default_rng(cfg.corpus_seed).choice(len(train), cfg.spm_sample, replace=False))
+        train = train.select(rows)
+        log.info(
+            "SentencePiece trains on %s of %s training pairs (data.spm_sample)",
+            f"{len(rows):,}",
+            f"{len(corpus.splits[cfg.train_split]):,}",
+        )
+    try:
+        return Tokenizer.train(
+            train["src"], train["tgt"], cfg.vocab_size, cfg.spm_model_type, cfg.joint_vocab, cfg.cache_dir
+        )
+    except RuntimeError as error:  # SentencePiece refuses some sizes for some corpora
+        if "vocab" not in str(error).lower():
+            raise
+        raise ConfigError(f"data.vocab_size: {first_line(error).split('] ')[-1]}") from None
+
+
+def training_record(cfg: DataConfig, corpus: PreparedCorpus) -> TrainingRecord:
+    """The source word forms of the training split (for the translator's unseen-word warnings),
+    counted once per prepared corpus and cached beside it: a million sentences take seconds."""
+    path = Path(cfg.cache_dir).expanduser() / "records" / f"{corpus.key}-{cfg.src_lang}.json"
+    try:
+        return TrainingRecord(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        pass  # not there yet, or damaged: count again
+    column = corpus.splits[cfg.train_split].data.table.column("src")
+    sources = (text for start in range(0, len(column), 50000) for text in column.slice(start, 50000).to_pylist())
+    record = TrainingRecord.from_sentences(sources, cfg.src_lang, cfg.tgt_lang, cfg.name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(record.__dict__))
+    except OSError:
+        pass  # a read-only cache only costs the counting next time
+    return record
+
+
+def prepare_training_data(cfg: TrainConfig, tokenizer_state: dict | None = None) -> TrainingData:
+    """Load and tokenise the configured corpus; ``tokenizer_state`` (from a checkpoint) is used
+    as is, else a tokenizer is trained on the training split (or found in the cache)."""
+    dcfg = cfg.data
+    corpus = prepare_corpus(dcfg)
+    for line in describe(corpus.report):
+        log.info(line)
+    for name in [dcfg.valid_split, *dcfg.test_splits]:
+        if len(corpus.splits[name]) == 0:
+            raise ConfigError(f"data: split {name!r} of corpus {dcfg.name!r} is empty")
+    tokenizer = Tokenizer.from_state(tokenizer_state) if tokenizer_state is not None else train_tokenizer(dcfg, corpus)
+    evaluated = datasets.DatasetDict({n: s for n, s in corpus.splits.items() if n != dcfg.train_split})
+    splits = tokenize_corpus(evaluated, tokenizer, dcfg.cache_dir)
+    src_ids, tgt_ids = tokenize_pairs(corpus.splits[dcfg.train_split], tokenizer, dcfg.cache_dir, corpus.key)
+    max_tokens = min(dcfg.max_tokens, cfg.model.max_len - 1)
+    fits = (src_ids.lengths <= max_tokens) & (tgt_ids.lengths < max_tokens)
+    report = corpus.report | {"max_tokens": max_tokens, "too_many_subwords": int((~fits).sum())}
+    if not fits.any():
+        raise ConfigError(f"data.max_tokens: no training pair fits in {max_tokens} subwords")
+    if not fits.all():
+        log.info(
+            "%s training pairs longer than %d subwords left out (data.max_tokens)", f"{(~fits).sum():,}", max_tokens
+        )
+        src_ids, tgt_ids = src_ids.select(fits), tgt_ids.select(fits)
+    try:
+        sampler = TokenBatchSampler(src_ids.lengths, tgt_ids.lengths, cfg.trainer.batch_tokens, seed=cfg.seed)
+    except ValueError as error:
+        raise ConfigError(f"trainer.batch_tokens: {error}") from None
+    record = training_record(dcfg, corpus)
+    return TrainingData(tokenizer, splits, src_ids, tgt_ids, sampler, record, report)

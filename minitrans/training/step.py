@@ -1,0 +1,135 @@
+"""The one training step: forward, loss, backward, gradient clipping, optimizer update.
+
+``Trainer`` and the training benchmark both call :func:`train_step`, so a speed-up measured by
+the benchmark is one the trainer gets. Mixed precision lives here only, as ``autocast_dtype``:
+None runs in float32 with no autocast at all; ``torch.bfloat16`` runs the forward pass under
+``torch.autocast`` (the loss is still computed in float32, see :func:`minitrans.models.loss.token_loss`).
+:func:`autocast_dtype_for` turns ``trainer.precision`` into that choice.
+
+Policy: bfloat16 only, never float16, and no loss scale. bfloat16 keeps float32's exponent
+range, so small gradients do not underflow and nothing needs scaling; float16 would need a
+dynamic ``GradScaler``, whose deliberately skipped overflow steps would blur with the trainer's
+own guard against non-finite steps. The master weights, their gradients and Adam's state stay
+float32 (autocast casts a bfloat16 copy of a weight for each matrix product), and so do the
+loss, layer norms and softmaxes (autocast's float32 list).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from minitrans.core.config import PRECISIONS
+from minitrans.data.batching import Batch
+from minitrans.models.loss import token_loss
+
+FUSED_ADAM_DEVICES = ("cpu", "cuda")  # where torch.optim.Adam(fused=True) has a kernel
+
+
+def autocast_dtype_for(precision: str, device: torch.device) -> torch.dtype | None:
+    """``trainer.precision`` on ``device``: None (float32 throughout) or ``torch.bfloat16``.
+
+    ``auto`` is bfloat16 on CUDA GPUs that support it and float32 elsewhere. On the CPU bfloat16
+    is asked for by name: on this project's CPU (which has AMX bfloat16 units) it made the small
+    benchmark model's step 1.48x faster but the default model's 0.99x (too small for the
+    matrix units to pay for the casts), and CPUs without AMX emulate it slowly
+    (docs/performance.md)."""
+    if precision == "fp32":
+        return None
+    if precision == "bf16":
+        return torch.bfloat16
+    if precision != "auto":
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else None
+
+
+def enable_tf32(device: torch.device) -> None:
+    """Let float32 matrix products on CUDA use TF32 tensor cores (those left outside autocast:
+    validation, decoding). Process-wide; nothing on the CPU."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+
+
+def make_optimizer(
+    parameters: Iterable[nn.Parameter], lr: float, betas: Sequence[float], weight_decay: float = 0.0
+) -> torch.optim.Optimizer:
+    """Adam with the given peak learning rate (the schedule, if any, scales it); its fused
+    kernel where the parameters' device has one (on the CPU 2.6-3x faster than the default
+    per-tensor loop, about 3 % of a small benchmark step), else PyTorch's default."""
+    parameters = list(parameters)
+    fused = bool(parameters) and all(p.device.type in FUSED_ADAM_DEVICES for p in parameters)
+    return torch.optim.Adam(
+        parameters, lr=lr, betas=tuple(betas), weight_decay=weight_decay, fused=True if fused else None
+    )
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
+    """``optimizer.load_state_dict(state)`` keeping this optimizer's own kernel choice: the saved
+    groups carry their writer's ``fused`` / ``foreach`` flags (an older checkpoint's, or another
+    device's), and the state is placed for the kernel that will run."""
+    kernels = [{key: group.get(key) for key in ("fused", "foreach")} for group in optimizer.param_groups]
+    groups = state.get("param_groups", [])
+    if len(groups) == len(kernels):
+        state = {**state, "param_groups": [{**saved, **kept} for saved, kept in zip(groups, kernels)]}
+    optimizer.load_state_dict(state)
+
+
+def _no_reduction(loss: Tensor) -> Tensor:
+    return loss
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: Batch,
+    loss_scale: float,
+    label_smoothing: float,
+    clip_grad_norm: float,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    autocast_dtype: torch.dtype | None = None,
+    reduce_loss: Callable[[Tensor], Tensor] = _no_reduction,
+) -> Tensor | None:
+    """One update of the optimizer's parameters from ``batch`` (already on the model's device).
+
+    ``model`` is what runs forward (it may be wrapped by DistributedDataParallel or
+    torch.compile); the gradients clipped and applied are those of the optimizer's parameters.
+    The summed token loss is multiplied by ``loss_scale`` (1 / the target tokens of the batch,
+    or of the global batch when ``batch`` is one rank's share) before ``backward``.
+    ``reduce_loss`` turns this process's scaled loss into the batch's mean (e.g. a sum over
+    ranks). Returns that mean, a 0-d float tensor, or None when it or the gradient norm was not
+    finite: then nothing is updated and the gradients are cleared.
+    """
+    model.train()
+    precision = (
+        contextlib.nullcontext()
+        if autocast_dtype is None
+        else torch.autocast(batch.src.device.type, dtype=autocast_dtype)
+    )
+    with precision:
+        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+        # nothing reads the logits after the loss: it reuses their buffer
+        loss = token_loss(logits, batch.tgt_out, label_smoothing, overwrite_logits=True) * loss_scale
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    grad_norm = torch.nn.utils.clip_grad_norm_(parameters, clip_grad_norm)
+    mean_loss = reduce_loss(loss.detach().float())
+    if not (torch.isfinite(mean_loss) and torch.isfinite(grad_norm)):
+        optimizer.zero_grad(set_to_none=True)
+        return None
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return mean_loss
+
+
+__all__ = [
+    "autocast_dtype_for",
+    "enable_tf32",
+    "load_optimizer_state",
+    "make_optimizer",
+    "train_step",
+]
