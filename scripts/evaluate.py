@@ -5,7 +5,8 @@ The corpus comes from the run's own configuration (stored in the checkpoint): th
 corpus is regenerated from its seed; a folder of files (data=parallel, Multi30k) or a
 ``datasets`` corpus (data=hf) is read from --data-root, else the run's data.root / data.path
 (Multi30k: else data/multi30k); a split the run held out of training is drawn again exactly.
-Reports BLEU (cased, detokenised, 13a), chrF and lower-cased
+Reports BLEU (cased, detokenised; sacrebleu's tokenizer for the target language: zh, ja-mecab,
+ko-mecab, else 13a, or --bleu-tokenize), chrF and lower-cased
 BLEU, and BLEU by source length; writes {split}.beam{K}.hyp.txt and .json into --out, by
 default RUN/eval/, where RUN is the run folder (for a .pt file inside RUN/checkpoints/, that
 RUN; else the file's folder), and where compare.py finds them. A folder written by
@@ -24,8 +25,6 @@ from pathlib import Path
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from sacrebleu.metrics import BLEU, CHRF
-
 from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
 from minitrans.core.config import (
     BEAM_RANGE,
@@ -33,7 +32,7 @@ from minitrans.core.config import (
     add_decoding_flags,
     cli_number,
 )
-from minitrans.core.metrics import bleu_by_length, corpus_scores
+from minitrans.core.metrics import BLEU_TOKENIZERS, bleu_by_length, bleu_settings, corpus_scores
 from minitrans.core.textio import plain_truncation_warnings
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split
@@ -43,15 +42,6 @@ from minitrans.inference.ct2 import is_exported, load_translator
 def run_folder(checkpoint: Path) -> Path:
     folder = checkpoint.parent
     return folder.parent if folder.name == "checkpoints" else folder
-
-
-def signatures(hypotheses: list[str], references: list[str]) -> dict[str, str]:
-    """sacrebleu's signatures of the metrics corpus_scores computes, for the report."""
-    out = {}
-    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
-        metric.corpus_score(hypotheses, [references])
-        out[f"{name}_signature"] = str(metric.get_signature())
-    return out
 
 
 PROGRESS_CHUNK = 128  # sentences translated between two updates of the progress bar
@@ -93,6 +83,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--out", type=Path, default=None, help="folder for the hypotheses and the JSON report (default: RUN/eval)"
     )
+    parser.add_argument(
+        "--bleu-tokenize",
+        choices=BLEU_TOKENIZERS,
+        help="sacrebleu's BLEU tokenizer (default: the run's trainer.bleu_tokenize, else sacrebleu's choice for "
+        "the target language: zh, ja-mecab, ko-mecab, else 13a)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     return args
@@ -125,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         beam_size=args.beam, length_penalty=args.length_penalty, max_output_ratio=args.max_output_ratio
     )
     hypotheses = translate_with_progress(translator, sources, not args.no_progress, options)
+    tgt_lang, tokenize = bleu_settings(translator.config)
+    tokenize = args.bleu_tokenize or tokenize
     report = {
         "checkpoint": str(checkpoint),
         "split": split,
@@ -132,9 +130,8 @@ def run(args: argparse.Namespace) -> int:
         "limit": args.limit,
         "beam": args.beam,
         "length_penalty": args.length_penalty,
-        **corpus_scores(hypotheses, references),
-        **signatures(hypotheses, references),
-        "by_length": bleu_by_length(sources, hypotheses, references),
+        **corpus_scores(hypotheses, references, tgt_lang, tokenize),
+        "by_length": bleu_by_length(sources, hypotheses, references, tgt_lang=tgt_lang, tokenize=tokenize),
     }
     out_dir = args.out if args.out is not None else run_folder(checkpoint) / "eval"
     hyp_path, json_path = out_dir / f"{split}.beam{args.beam}.hyp.txt", out_dir / f"{split}.beam{args.beam}.json"
@@ -147,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(
         f"{split} ({len(sources)} sentences, beam {args.beam}): BLEU {report['bleu']:.2f}  chrF {report['chrf']:.2f}"
-        f"  BLEU (lower-cased) {report['bleu_lowercase']:.2f}"
+        f"  BLEU (lower-cased) {report['bleu_lowercase']:.2f}  [tokenize {report['bleu_tokenize']}]"
     )
     for bucket in report["by_length"]:
         print(f"  source {bucket['bucket']:>6} words: BLEU {bucket['bleu']:6.2f}  ({bucket['count']} sentences)")

@@ -1,9 +1,11 @@
 """BLEU and chrF come from sacrebleu; these tests hold our wrappers to it."""
 
+import math
+
 import pytest
 import sacrebleu
 
-from minitrans.core.metrics import bleu_by_length, bucket_label, corpus_scores
+from minitrans.core.metrics import bleu_by_length, bleu_settings, bleu_tokenizer, bucket_label, corpus_scores
 
 
 def test_scores_agree_with_sacrebleu_on_known_strings():
@@ -35,3 +37,103 @@ def test_bleu_by_length_buckets():
     assert [(row["bucket"], row["count"]) for row in rows] == [("1-10", 1), ("21-30", 2)]
     assert rows[0]["bleu"] == pytest.approx(100.0)
     assert rows[1]["bleu"] < 100.0
+
+
+# Hand-computed BLEU: a hypothesis that is the reference less its end matches every n-gram, so
+# BLEU is the brevity penalty alone, exp(1 - ref_len / hyp_len), in the target language's tokens.
+CHINESE_HYP, CHINESE_REF = "猫坐在垫子上。", "猫坐在垫子上了。"  # zh: one token per character, 7 vs 8
+JAPANESE_HYP, JAPANESE_REF = "私は猫が好き", "私は猫が好きです"  # MeCab: 私 は 猫 が 好き (です), 5 vs 6
+
+
+def test_chinese_target_is_scored_with_the_zh_tokenizer():
+    scores = corpus_scores([CHINESE_HYP], [CHINESE_REF], tgt_lang="zh")
+    # precisions 7/7, 5/6, 4/5, 3/4 (the hypothesis' last n-gram of each order ends in 。, not 了。)
+    assert scores["bleu"] == pytest.approx(100 * math.exp(1 - 8 / 7) * (5 / 6 * 4 / 5 * 3 / 4) ** 0.25)
+    assert scores["bleu_tokenize"] == "zh" and "tok:zh" in scores["bleu_signature"]
+    # the language's region or script does not change the choice
+    assert corpus_scores([CHINESE_HYP], [CHINESE_REF], tgt_lang="zh-Hans")["bleu"] == pytest.approx(scores["bleu"])
+    # 13a sees one token per sentence: the score the issue reported as wrong
+    assert corpus_scores([CHINESE_HYP], [CHINESE_REF])["bleu"] == pytest.approx(0.0)
+    assert corpus_scores([CHINESE_HYP], [CHINESE_REF], tgt_lang="zh", tokenize="13a")["bleu_tokenize"] == "13a"
+
+
+def test_japanese_target_is_scored_with_mecab():
+    pytest.importorskip("MeCab", reason="ja-mecab needs the ja extra: pip install 'minitrans[ja]'")
+    pytest.importorskip("ipadic", reason="ja-mecab needs the ja extra: pip install 'minitrans[ja]'")
+    scores = corpus_scores([JAPANESE_HYP], [JAPANESE_REF], tgt_lang="ja")
+    assert scores["bleu"] == pytest.approx(100 * math.exp(1 - 6 / 5))
+    assert scores["bleu_tokenize"] == "ja-mecab" and "tok:ja-mecab" in scores["bleu_signature"]
+    # characters would give exp(1 - 8/6): the figure depends on the tokenizer, which is why it is recorded
+    char = corpus_scores([JAPANESE_HYP], [JAPANESE_REF], tgt_lang="ja", tokenize="char")
+    assert char["bleu"] == pytest.approx(100 * math.exp(1 - 8 / 6))
+
+
+def test_other_languages_keep_13a_and_chrf_is_unchanged():
+    hyps, refs = ["Der Hund läuft."], ["Der Hund läuft schnell."]
+    scores = corpus_scores(hyps, refs, tgt_lang="de")
+    assert scores["bleu_tokenize"] == "13a"
+    assert scores["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
+    for lang in ("zh", "ja", "de", None):
+        assert corpus_scores([CHINESE_HYP], [CHINESE_REF], tgt_lang=lang)["chrf"] == pytest.approx(
+            sacrebleu.corpus_chrf([CHINESE_HYP], [[CHINESE_REF]]).score
+        )
+
+
+def test_a_missing_mecab_falls_back_to_characters_with_a_warning(monkeypatch):
+    import minitrans.core.metrics as metrics
+
+    def no_mecab(*args, **kwargs):
+        raise ImportError("no module named MeCab")
+
+    metrics._usable.cache_clear()
+    monkeypatch.setattr(metrics, "BLEU", type("NoMecabBLEU", (sacrebleu.BLEU,), {"__init__": no_mecab}))
+    try:
+        with pytest.warns(UserWarning, match=r"minitrans\[ja\]"):
+            assert metrics.bleu_tokenizer("ja") == "char"
+    finally:
+        metrics._usable.cache_clear()
+
+
+def test_bleu_settings_and_an_unknown_tokenizer():
+    assert bleu_settings({"data": {"tgt_lang": "zh"}, "trainer": {"bleu_tokenize": "char"}}) == ("zh", "char")
+    assert bleu_settings(None) == (None, None)
+    assert bleu_tokenizer("zh") == "zh" and bleu_tokenizer("fr") == "13a" and bleu_tokenizer(None) == "13a"
+    with pytest.raises(ValueError, match="unknown BLEU tokenizer 'nope'"):
+        bleu_tokenizer("zh", "nope")
+
+
+def test_bleu_by_length_uses_the_target_languages_tokenizer():
+    rows = bleu_by_length(["a b"], [CHINESE_HYP], [CHINESE_REF], tgt_lang="zh")
+    assert rows[0]["bleu"] == pytest.approx(corpus_scores([CHINESE_HYP], [CHINESE_REF], tgt_lang="zh")["bleu"])
+
+
+def test_trainer_bleu_tokenize_is_checked():
+    from minitrans.core.config import ConfigError, TrainerConfig
+
+    assert TrainerConfig(bleu_tokenize="zh").bleu_tokenize == "zh"
+    with pytest.raises(ConfigError, match="trainer.bleu_tokenize: must be one of"):
+        TrainerConfig(bleu_tokenize="nope")
+
+
+def test_a_runs_evaluation_scores_bleu_for_its_target_language():
+    """evaluate_split (validation, the final test and so summary.json) tokenises BLEU for the
+    run's data.tgt_lang, or with trainer.bleu_tokenize, and says which."""
+    import datasets
+
+    from minitrans.core.config import DecodingOptions
+    from minitrans.runs.evaluation import evaluate_split
+
+    class EchoTranslator:  # "translates" each source into the hypothesis whose index it holds
+        def __init__(self, config):
+            self.config = config
+            self.tokenizer = type("T", (), {"decode_tgt": staticmethod(lambda ids: [CHINESE_HYP][ids[0]])})()
+
+        def translate_encoded(self, src_ids, options):
+            return src_ids
+
+    split = datasets.Dataset.from_dict({"src": ["the cat"], "tgt": [CHINESE_REF], "src_ids": [[0]]})
+    scores, hyps = evaluate_split(EchoTranslator({"data": {"tgt_lang": "zh"}}), split, DecodingOptions())
+    assert hyps == [CHINESE_HYP] and scores["bleu_tokenize"] == "zh"
+    assert scores["bleu"] == pytest.approx(corpus_scores(hyps, [CHINESE_REF], "zh")["bleu"]) and scores["bleu"] > 50
+    config = {"data": {"tgt_lang": "zh"}, "trainer": {"bleu_tokenize": "13a"}}
+    assert evaluate_split(EchoTranslator(config), split, DecodingOptions())[0]["bleu_tokenize"] == "13a"

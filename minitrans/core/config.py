@@ -335,6 +335,8 @@ class TrainerConfig:
     eval_sentences: int = 200  # validation sentences translated for BLEU at each validation
     log_every: int = 50  # steps between training-loss points in TensorBoard
     sample_sentences: int = 3  # fixed validation sentences shown as translations and attention maps
+    # sacrebleu's BLEU tokenizer (13a, zh, ja-mecab, intl, char ...); None -> its choice for data.tgt_lang
+    bleu_tokenize: str | None = None
     beam_size: int = DecodingOptions.beam_size  # for the final test evaluation; 1 = greedy
     length_penalty: float = DecodingOptions.length_penalty  # beam search's length normalisation alpha (GNMT)
     max_output_ratio: float = DecodingOptions.max_output_ratio  # output length limit: ratio * source length + 10
@@ -366,6 +368,14 @@ class TrainerConfig:
             low = 0 if key == "warmup_steps" else 1
             check_range(f"trainer.{key}", getattr(self, key), low, high, optional=key in self._OPTIONAL)
         check_range("trainer.sample_sentences", self.sample_sentences, 0, 1000)
+        if self.bleu_tokenize is not None:
+            from minitrans.core.metrics import BLEU_TOKENIZERS
+
+            _check(
+                self.bleu_tokenize in BLEU_TOKENIZERS,
+                "trainer.bleu_tokenize",
+                f"must be one of {', '.join(BLEU_TOKENIZERS)} (or null: chosen for data.tgt_lang), got {self.bleu_tokenize!r}",
+            )
         check_range("trainer.lr", self.lr, 0, low_open=True)
         _check(
             self.precision in PRECISIONS,

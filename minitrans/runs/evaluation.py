@@ -9,7 +9,7 @@ from minitrans.core.config import DecodingOptions
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.models.interface import Seq2SeqModel
 from minitrans.models.loss import token_loss
-from minitrans.core.metrics import bleu_by_length, corpus_scores
+from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
 from minitrans.inference.translator import Translator
 from minitrans.core.utils import eval_mode
 
@@ -47,12 +47,15 @@ def evaluate_split(
     limit: int | None = None,
     with_buckets: bool = False,
 ) -> tuple[dict, list[str]]:
-    """Translate (the first ``limit`` sentences of) a split and score it with sacrebleu."""
+    """Translate (the first ``limit`` sentences of) a split and score it with sacrebleu, BLEU
+    tokenised for the run's target language (``data.tgt_lang``) unless ``trainer.bleu_tokenize``
+    names a tokenizer."""
     rows = split if limit is None else split.select(range(min(limit, len(split))))
     hyp_ids = translator.translate_encoded(rows["src_ids"], options)
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
-    scores = corpus_scores(hypotheses, rows["tgt"])
+    tgt_lang, tokenize = bleu_settings(translator.config)
+    scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize)
     if with_buckets:
-        scores["by_length"] = bleu_by_length(rows["src"], hypotheses, rows["tgt"])
+        scores["by_length"] = bleu_by_length(rows["src"], hypotheses, rows["tgt"], tgt_lang=tgt_lang, tokenize=tokenize)
     scores["sentences"] = len(hypotheses)
     return scores, hypotheses

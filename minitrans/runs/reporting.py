@@ -27,7 +27,12 @@ def validate(
         translator.model, fits, max(tcfg.batch_tokens, longest), translator.device, tcfg.label_smoothing
     )
     scores, hyps = evaluate_split(translator, valid, tcfg.valid_decoding(), limit=tcfg.eval_sentences)
-    metrics = {"loss": losses["cross_entropy"], "bleu": scores["bleu"], "chrf": scores["chrf"]}
+    metrics = {
+        "loss": losses["cross_entropy"],
+        "bleu": scores["bleu"],
+        "chrf": scores["chrf"],
+        "bleu_tokenize": scores["bleu_tokenize"],  # how BLEU was tokenised (the target language's choice)
+    }
     if writer is not None:  # "loss" in the summary is the plain cross-entropy: say so in the tag
         writer.add_scalar("valid/cross_entropy", losses["cross_entropy"], step)
         writer.add_scalar("valid/loss_label_smoothed", losses["label_smoothed"], step)

@@ -195,7 +195,9 @@ class Trainer:
                 tcfg.max_steps,
                 tcfg.max_minutes,
             )
-        self.translator = Translator(self.model, self.tokenizer, cfg.model.max_len, self.device)
+        self.translator = Translator(  # with the run's config: BLEU is tokenised for its target language
+            self.model, self.tokenizer, cfg.model.max_len, self.device, config=asdict(cfg), record=self.record
+        )
 
     def _build_model(self, payload: dict | None, path: Path | None):
         """The configured model, once it is known to fit: in memory with its gradients and
