@@ -56,22 +56,19 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
     elif cfg.name == "generated":
         available, halves = ["train", "valid", "test"], {}
     else:
-        from minitrans.data.parallel import available_splits, corpus_files, half_splits
+        from minitrans.data.parallel import available_splits, corpus_files, half_splits, missing_pair_message
 
         root = _root(cfg)
         try:
-            files = corpus_files(root, _hint(cfg))
+            files = corpus_files(root, _hint(cfg), cfg.src_lang, cfg.tgt_lang)
         except FileNotFoundError as error:
             raise ConfigError(f"data.root: {error}") from None
         present = sorted({lang for _, lang in files})
         absent = [lang for lang in (cfg.src_lang, cfg.tgt_lang) if lang not in present]
-        if absent:
-            key = "data.src_lang" if cfg.src_lang in absent else "data.tgt_lang"
+        if absent:  # no file of the language: the language is wrong, unless there is no corpus file at all
+            key = "data.root" if len(absent) == 2 else "data.src_lang" if cfg.src_lang in absent else "data.tgt_lang"
             hint = f". {_hint(cfg)}" if cfg.name == "multi30k" else ""
-            raise ConfigError(
-                f"{key}: no {' or '.join(f'*.{lang}' for lang in absent)} files in {root} "
-                f"(languages present: {', '.join(present) or 'none'}){hint}"
-            )
+            raise ConfigError(f"{key}: {missing_pair_message(root, cfg.src_lang, cfg.tgt_lang)}{hint}")
         available, halves = (
             available_splits(root, cfg.src_lang, cfg.tgt_lang),
             half_splits(root, cfg.src_lang, cfg.tgt_lang),
@@ -156,10 +153,12 @@ def _identity(cfg: DataConfig, roles: dict[str, str | None]) -> list:
     if cfg.name == "generated":
         source = (Path(__file__).parent / "generated.py").read_bytes()
         return ["generated", hashlib.sha256(source).hexdigest()]
+    from minitrans.data.parallel import split_paths
+
     root = _root(cfg).resolve()
     out = [str(root)]
     for split in sorted({s for s in roles.values() if s}):
-        for path in sorted(root.glob(f"{split}.*")):
+        for path in split_paths(root, cfg.src_lang, cfg.tgt_lang, split):  # every layout's names
             stat = path.stat()
             out.append([path.name, stat.st_size, stat.st_mtime_ns])
     return out
