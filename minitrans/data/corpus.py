@@ -1,9 +1,7 @@
-"""The configured corpus, ready to train on: loaded, its training pairs cleaned, missing
-validation / test splits held out, all cached on disk (its tokenisation: minitrans.data.tokenize).
-
-    generated   the embedded grammar (minitrans.data.generated)
-    parallel    a folder of {split}.{lang}[.gz] files (minitrans.data.parallel); multi30k is its preset
-    hf          anything ``datasets.load_dataset`` reads (minitrans.data.hf)
+"""The configured corpus, ready to train on: loaded from its source (minitrans.data.sources:
+the embedded grammar, a folder of parallel files, Multi30k, anything ``datasets`` reads), its
+training pairs cleaned, missing validation / test splits held out, all cached on disk (its
+tokenisation: minitrans.data.tokenize).
 
 The prepared corpus is cached under ``data.cache_dir``/corpora, keyed by the source (file
 sizes and times, ``datasets`` fingerprints, or the generator's settings and code) and every
@@ -28,13 +26,12 @@ import pyarrow.compute as pc
 
 from minitrans.core.config import ConfigError, DataConfig
 from minitrans.data.cleaning import clean_pairs, emptied_message
+from minitrans.data.sources import corpus_source, resolve_splits
 from minitrans.data.token_ids import save_atomically
 
 log = logging.getLogger(__name__)
 
 PIPELINE_VERSION = 1  # bump when preparation changes what it produces from the same inputs
-VALID_ALIASES = ("valid", "validation", "val", "dev")  # tried in order when data.valid_split is absent
-TEST_ALIASES = ("test",)
 # settings that shape the tokenisation, not the prepared corpus
 TOKENIZER_KEYS = ("cache_dir", "vocab_size", "spm_model_type", "joint_vocab", "spm_sample", "max_tokens")
 
@@ -47,35 +44,11 @@ class PreparedCorpus:
 
 
 def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
-    raw_hf, identity = None, None
-    if cfg.name == "hf":
-        from minitrans.data.hf import load_hf
-
-        raw_hf, identity = load_hf(cfg)
-        available, halves = list(raw_hf), {}
-    elif cfg.name == "generated":
-        available, halves = ["train", "valid", "test"], {}
-    else:
-        from minitrans.data.parallel import available_splits, corpus_files, half_splits, missing_pair_message
-
-        root = _root(cfg)
-        try:
-            files = corpus_files(root, _hint(cfg), cfg.src_lang, cfg.tgt_lang)
-        except FileNotFoundError as error:
-            raise ConfigError(f"data.root: {error}") from None
-        present = sorted({lang for _, lang in files})
-        absent = [lang for lang in (cfg.src_lang, cfg.tgt_lang) if lang not in present]
-        if absent:  # no file of the language: the language is wrong, unless there is no corpus file at all
-            key = "data.root" if len(absent) == 2 else "data.src_lang" if cfg.src_lang in absent else "data.tgt_lang"
-            hint = f". {_hint(cfg)}" if cfg.name == "multi30k" else ""
-            raise ConfigError(f"{key}: {missing_pair_message(root, cfg.src_lang, cfg.tgt_lang)}{hint}")
-        available, halves = (
-            available_splits(root, cfg.src_lang, cfg.tgt_lang),
-            half_splits(root, cfg.src_lang, cfg.tgt_lang),
-        )
-    roles = _resolve_splits(cfg, available, halves)
-    identity = identity or _identity(cfg, roles)
+    source = corpus_source(cfg)
+    roles = resolve_splits(cfg, source)
+    sources = sorted({name for name in roles.values() if name is not None})
     settings = {k: v for k, v in asdict(cfg).items() if k not in TOKENIZER_KEYS}
+    identity = source.identity(sources)
     key = hashlib.sha256(json.dumps([PIPELINE_VERSION, identity, settings], sort_keys=True).encode()).hexdigest()[:16]
     folder = Path(cfg.cache_dir).expanduser() / "corpora" / key
     if (folder / "report.json").exists():
@@ -86,10 +59,8 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
             warnings.warn(f"rebuilding the damaged cache {folder} ({type(error).__name__})", stacklevel=2)
             shutil.rmtree(folder, ignore_errors=True)
 
-    sources = sorted({source for source in roles.values() if source is not None})
-    raw = raw_hf if raw_hf is not None else _load(cfg, sources)
-    splits, report = _clean_and_hold_out(cfg, raw, roles)
-    report = {"corpus": cfg.name, "source": _describe_source(cfg), **report}
+    splits, report = _clean_and_hold_out(cfg, source.load(sources), roles)
+    report = {"corpus": cfg.name, "source": source.describe(), **report}
 
     def write(tmp: Path) -> None:
         splits.save_to_disk(str(tmp / "splits"))
@@ -102,109 +73,6 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
 def load_corpus(cfg: DataConfig) -> datasets.DatasetDict:
     """The prepared train, valid and test splits (string columns ``src`` and ``tgt``)."""
     return prepare_corpus(cfg).splits
-
-
-# -- which split plays which part -----------------------------------------------------------
-def _resolve_splits(cfg: DataConfig, available: list[str], halves: dict) -> dict[str, str | None]:
-    """{configured split name: the corpus split it is read from, or None to hold it out}."""
-
-    def present(name: str) -> bool:
-        if name in halves:
-            path, lang = halves[name]
-            raise ConfigError(f"data.root: split {name!r} has {path} but no {name}.{lang} (or .gz) beside it")
-        return name in available
-
-    listing = ", ".join(available) or "none"
-    if not present(cfg.train_split):
-        raise ConfigError(f"data.train_split: the corpus has no split {cfg.train_split!r} (it has: {listing})")
-    roles: dict[str, str | None] = {cfg.train_split: cfg.train_split}
-    if present(cfg.valid_split):
-        roles[cfg.valid_split] = cfg.valid_split
-    else:
-        roles[cfg.valid_split] = next((a for a in VALID_ALIASES if a != cfg.train_split and present(a)), None)
-    for i, name in enumerate(cfg.test_splits):
-        if present(name):
-            roles[name] = name
-        elif i == 0:
-            roles[name] = next((a for a in TEST_ALIASES if present(a)), None)
-        else:
-            raise ConfigError(f"data.test_splits: the corpus has no split {name!r} (it has: {listing})")
-    return roles
-
-
-# -- loading ------------------------------------------------------------------------------
-def _root(cfg: DataConfig) -> Path:
-    if cfg.name == "multi30k" and not cfg.root:
-        from minitrans.data.multi30k import DEFAULT_ROOT
-
-        return DEFAULT_ROOT
-    return Path(cfg.root).expanduser()
-
-
-def _hint(cfg: DataConfig) -> str:
-    if cfg.name != "multi30k":
-        return ""
-    from minitrans.data.multi30k import prepare_hint
-
-    return prepare_hint(_root(cfg))
-
-
-def _identity(cfg: DataConfig, roles: dict[str, str | None]) -> list:
-    if cfg.name == "generated":
-        source = (Path(__file__).parent / "generated.py").read_bytes()
-        return ["generated", hashlib.sha256(source).hexdigest()]
-    from minitrans.data.parallel import split_paths
-
-    root = _root(cfg).resolve()
-    out = [str(root)]
-    for split in sorted({s for s in roles.values() if s}):
-        for path in split_paths(root, cfg.src_lang, cfg.tgt_lang, split):  # every layout's names
-            stat = path.stat()
-            out.append([path.name, stat.st_size, stat.st_mtime_ns])
-    return out
-
-
-def _load(cfg: DataConfig, splits: list[str]) -> datasets.DatasetDict:
-    if cfg.name == "generated":
-        return _generated(cfg)
-    from minitrans.data.parallel import load_parallel
-
-    try:
-        return load_parallel(_root(cfg), cfg.src_lang, cfg.tgt_lang, splits, hint=_hint(cfg))
-    except (FileNotFoundError, ValueError) as error:
-        raise ConfigError(f"data.root: {error}") from None
-
-
-def _describe_source(cfg: DataConfig) -> str:
-    if cfg.name == "generated":
-        return f"generated (seed {cfg.corpus_seed})"
-    if cfg.name == "hf":
-        return cfg.path + (f" ({cfg.subset})" if cfg.subset else "")
-    return str(_root(cfg))
-
-
-def _generated(cfg: DataConfig, with_train: bool = True) -> datasets.DatasetDict:
-    """The embedded corpus, regenerated from its seed and sizes (the training split, the
-    slowest to draw, can be skipped: the other splits do not depend on it)."""
-    from minitrans.data.generated import generate_corpus
-
-    if (cfg.src_lang, cfg.tgt_lang) not in (("en", "de"), ("de", "en")):
-        raise ConfigError(f"data.src_lang: the generated corpus is English-German; got {cfg.src_lang}->{cfg.tgt_lang}")
-    splits = generate_corpus(
-        num_train=cfg.num_train if with_train else 0,
-        num_valid=cfg.num_valid,
-        num_test=cfg.num_test,
-        min_words=cfg.min_words,
-        max_words=cfg.max_words,
-        seed=cfg.corpus_seed,
-    )
-    src = 0 if cfg.src_lang == "en" else 1
-    return datasets.DatasetDict(
-        {
-            name: datasets.Dataset.from_dict({"src": [p[src] for p in pairs], "tgt": [p[1 - src] for p in pairs]})
-            for name, pairs in splits.items()
-        }
-    )
 
 
 # -- cleaning and held-out splits -----------------------------------------------------------
@@ -294,38 +162,21 @@ def load_split(cfg: DataConfig, split: str, root: str | Path | None = None) -> t
     (held-out splits included: they are drawn again exactly). ``root`` replaces the run's
     ``data.root`` (``data.path`` for data=hf). Returns (sources, references, the split's name)."""
     aliases = {"train": cfg.train_split, "valid": cfg.valid_split, "val": cfg.valid_split, "test": cfg.test_splits[0]}
-    if cfg.name == "generated":
-        name = aliases.get(split, split)
-        if name not in ("train", "valid", "test"):
-            raise ValueError(f"the generated corpus has splits train, valid and test, not {split!r}")
-        pairs = _generated(cfg, with_train=name == "train")[name]
-        return list(pairs["src"]), list(pairs["tgt"]), name
-    if root is not None:
-        cfg = replace(cfg, path=str(root)) if cfg.name == "hf" else replace(cfg, root=str(root))
-    if cfg.name == "hf":
-        from minitrans.data.hf import load_hf
-
-        raw, _ = load_hf(cfg)
-        available, halves = list(raw), {}
-    else:
-        from minitrans.data.parallel import available_splits, half_splits
-
-        raw, root = None, _root(cfg)
-        available, halves = (
-            available_splits(root, cfg.src_lang, cfg.tgt_lang),
-            half_splits(root, cfg.src_lang, cfg.tgt_lang),
-        )
+    source = corpus_source(cfg)
+    if root is not None and source.root_key is not None:
+        cfg = replace(cfg, **{source.root_key: str(root)})
+        source = corpus_source(cfg)
+    available = source.available()
     name = split if split in available else aliases.get(split, split)
-    source = name if name in available else None
-    if name == cfg.train_split or (source is None and name in (cfg.valid_split, cfg.test_splits[0])):
-        roles = _resolve_splits(cfg, available, halves)
-        source = roles.get(name)
-        if name == cfg.train_split or source is None:  # cleaned, or held out: drawn again exactly
+    read_from = name if name in available else None
+    if name == cfg.train_split or (read_from is None and name in (cfg.valid_split, cfg.test_splits[0])):
+        read_from = resolve_splits(cfg, source).get(name)
+        if name == cfg.train_split or read_from is None:  # cleaned, or held out: drawn again exactly
             pairs = prepare_corpus(cfg).splits[name]
             return list(pairs["src"]), list(pairs["tgt"]), name
-    if source is None:
-        raise ValueError(f"no split {split!r} in {_describe_source(cfg)}; it has: {', '.join(available) or 'none'}")
-    pairs = raw[source] if raw is not None else _load(cfg, [source])[source]
+    if read_from is None:
+        raise ValueError(f"no split {split!r} in {source.describe()}; it has: {', '.join(available) or 'none'}")
+    pairs = source.load([read_from])[read_from]
     return list(pairs["src"]), list(pairs["tgt"]), name
 
 

@@ -1,0 +1,237 @@
+"""Where a corpus comes from, behind one small protocol, chosen once from ``data.name``:
+
+    generated   the embedded grammar (minitrans.data.generated), regenerated from its seed
+    parallel    a folder of {split}.{lang}[.gz] files (minitrans.data.parallel); multi30k is
+                its preset (a default folder, and a hint that says how to fill it)
+    hf          anything ``datasets.load_dataset`` reads (minitrans.data.hf)
+
+A source says which splits it has, identifies its content cheaply (for the cache key of the
+prepared corpus) and loads splits as ``src``/``tgt`` pairs. Which split plays which part
+(:func:`resolve_splits`) is decided here once, for training and for evaluation alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import datasets
+
+from minitrans.core.config import ConfigError, DataConfig
+
+VALID_ALIASES = ("valid", "validation", "val", "dev")  # tried in order when data.valid_split is absent
+TEST_ALIASES = ("test",)
+
+
+class CorpusSource(Protocol):
+    root_key: str | None  # the data.* key a --data-root replaces (None: nothing to replace)
+
+    def describe(self) -> str:
+        """Where the data comes from, in a few words (the report's ``source``)."""
+
+    def available(self) -> list[str]:
+        """Every split the corpus has for the language pair (raises ConfigError when none)."""
+
+    def halves(self) -> dict[str, tuple[Path, str]]:
+        """{split: (the file present, the language missing)}: splits with one side only."""
+
+    def identity(self, splits: list[str]) -> list:
+        """Cheap identity of the named splits' content: part of the prepared corpus's cache key."""
+
+    def load(self, splits: list[str]) -> datasets.DatasetDict:
+        """The named splits as ``src``/``tgt`` string pairs."""
+
+
+def corpus_source(cfg: DataConfig) -> CorpusSource:
+    """The configured corpus's source (``data.name`` is read here and nowhere else)."""
+    if cfg.name == "generated":
+        return GeneratedSource(cfg)
+    if cfg.name == "hf":
+        return HfSource(cfg)
+    if cfg.name == "multi30k":
+        from minitrans.data.multi30k import DEFAULT_ROOT, prepare_hint
+
+        root = Path(cfg.root).expanduser() if cfg.root else DEFAULT_ROOT
+        return ParallelSource(cfg, root, prepare_hint(root))
+    return ParallelSource(cfg, Path(cfg.root).expanduser())
+
+
+def resolve_splits(cfg: DataConfig, source: CorpusSource) -> dict[str, str | None]:
+    """{configured split name: the corpus split it is read from, or None to hold it out}."""
+    available, halves = source.available(), source.halves()
+
+    def present(name: str) -> bool:
+        if name in halves:
+            path, lang = halves[name]
+            raise ConfigError(f"data.root: split {name!r} has {path} but no {name}.{lang} (or .gz) beside it")
+        return name in available
+
+    listing = ", ".join(available) or "none"
+    if not present(cfg.train_split):
+        raise ConfigError(f"data.train_split: the corpus has no split {cfg.train_split!r} (it has: {listing})")
+    roles: dict[str, str | None] = {cfg.train_split: cfg.train_split}
+    if present(cfg.valid_split):
+        roles[cfg.valid_split] = cfg.valid_split
+    else:
+        roles[cfg.valid_split] = next((a for a in VALID_ALIASES if a != cfg.train_split and present(a)), None)
+    for i, name in enumerate(cfg.test_splits):
+        if present(name):
+            roles[name] = name
+        elif i == 0:
+            roles[name] = next((a for a in TEST_ALIASES if present(a)), None)
+        else:
+            raise ConfigError(f"data.test_splits: the corpus has no split {name!r} (it has: {listing})")
+    return roles
+
+
+# -- the embedded grammar ---------------------------------------------------------------------
+@dataclass
+class GeneratedSource:
+    cfg: DataConfig
+    root_key = None
+
+    def describe(self) -> str:
+        return f"generated (seed {self.cfg.corpus_seed})"
+
+    def available(self) -> list[str]:
+        return ["train", "valid", "test"]
+
+    def halves(self) -> dict:
+        return {}
+
+    def identity(self, splits: list[str]) -> list:
+        # the generator's code (its module and the minitrans.data modules it draws on) and,
+        # through the settings in the cache key, its seed and sizes
+        return ["generated", _code_digest("minitrans.data.generated")]
+
+    def load(self, splits: list[str]) -> datasets.DatasetDict:
+        """The embedded corpus, regenerated from its seed and sizes (the training split, the
+        slowest to draw, only when asked for: the other splits do not depend on it)."""
+        from minitrans.data.generated import generate_corpus
+
+        cfg = self.cfg
+        if (cfg.src_lang, cfg.tgt_lang) not in (("en", "de"), ("de", "en")):
+            raise ConfigError(
+                f"data.src_lang: the generated corpus is English-German; got {cfg.src_lang}->{cfg.tgt_lang}"
+            )
+        generated = generate_corpus(
+            num_train=cfg.num_train if "train" in splits else 0,
+            num_valid=cfg.num_valid,
+            num_test=cfg.num_test,
+            min_words=cfg.min_words,
+            max_words=cfg.max_words,
+            seed=cfg.corpus_seed,
+        )
+        src = 0 if cfg.src_lang == "en" else 1
+        return datasets.DatasetDict(
+            {
+                name: datasets.Dataset.from_dict({"src": [p[src] for p in pairs], "tgt": [p[1 - src] for p in pairs]})
+                for name, pairs in generated.items()
+                if name in splits
+            }
+        )
+
+
+def _code_digest(module_name: str) -> str:
+    """A digest of a module's source and of every ``minitrans.data`` module it uses, found
+    through its globals (so that splitting the module keeps its data-producing code covered)."""
+    __import__(module_name)
+    seen, todo, digest = set(), [module_name], hashlib.sha256()
+    while todo:
+        name = todo.pop()
+        module = sys.modules.get(name)
+        if name in seen or module is None or not getattr(module, "__file__", None):
+            continue
+        seen.add(name)
+        for value in vars(module).values():
+            used = value.__name__ if isinstance(value, type(sys)) else getattr(value, "__module__", None)
+            if isinstance(used, str) and used.startswith("minitrans.data.") and used not in seen:
+                todo.append(used)
+    for name in sorted(seen):
+        digest.update(name.encode() + b"\0" + Path(sys.modules[name].__file__).read_bytes())
+    return digest.hexdigest()
+
+
+# -- a folder of {split}.{lang} files ---------------------------------------------------------
+@dataclass
+class ParallelSource:
+    cfg: DataConfig
+    root: Path
+    hint: str = ""  # how to get the files (multi30k)
+    root_key = "root"
+
+    def describe(self) -> str:
+        return str(self.root)
+
+    def available(self) -> list[str]:
+        from minitrans.data.parallel import available_splits, corpus_files, missing_pair_message
+
+        cfg = self.cfg
+        try:
+            files = corpus_files(self.root, self.hint, cfg.src_lang, cfg.tgt_lang)
+        except FileNotFoundError as error:
+            raise ConfigError(f"data.root: {error}") from None
+        present = sorted({lang for _, lang in files})
+        absent = [lang for lang in (cfg.src_lang, cfg.tgt_lang) if lang not in present]
+        if absent:  # no file of the language: the language is wrong, unless there is no corpus file at all
+            key = "data.root" if len(absent) == 2 else "data.src_lang" if cfg.src_lang in absent else "data.tgt_lang"
+            message = missing_pair_message(self.root, cfg.src_lang, cfg.tgt_lang)
+            raise ConfigError(f"{key}: {message}{f'. {self.hint}' if self.hint else ''}")
+        return available_splits(self.root, cfg.src_lang, cfg.tgt_lang)
+
+    def halves(self) -> dict[str, tuple[Path, str]]:
+        from minitrans.data.parallel import half_splits
+
+        return half_splits(self.root, self.cfg.src_lang, self.cfg.tgt_lang)
+
+    def identity(self, splits: list[str]) -> list:
+        from minitrans.data.parallel import split_paths
+
+        root = self.root.resolve()
+        out = [str(root)]
+        for split in sorted(splits):
+            for path in split_paths(root, self.cfg.src_lang, self.cfg.tgt_lang, split):  # every layout's names
+                stat = path.stat()
+                out.append([path.name, stat.st_size, stat.st_mtime_ns])
+        return out
+
+    def load(self, splits: list[str]) -> datasets.DatasetDict:
+        from minitrans.data.parallel import load_parallel
+
+        try:
+            return load_parallel(self.root, self.cfg.src_lang, self.cfg.tgt_lang, splits, hint=self.hint)
+        except (FileNotFoundError, ValueError) as error:
+            raise ConfigError(f"data.root: {error}") from None
+
+
+# -- anything ``datasets`` loads --------------------------------------------------------------
+@dataclass
+class HfSource:
+    cfg: DataConfig
+    _loaded: tuple | None = field(default=None, repr=False)  # (pairs, fingerprints): loaded once
+    root_key = "path"
+
+    def _load_all(self) -> tuple[datasets.DatasetDict, list[str]]:
+        if self._loaded is None:
+            from minitrans.data.hf import load_hf
+
+            self._loaded = load_hf(self.cfg)
+        return self._loaded
+
+    def describe(self) -> str:
+        return self.cfg.path + (f" ({self.cfg.subset})" if self.cfg.subset else "")
+
+    def available(self) -> list[str]:
+        return list(self._load_all()[0])
+
+    def halves(self) -> dict:
+        return {}
+
+    def identity(self, splits: list[str]) -> list:
+        return self._load_all()[1]
+
+    def load(self, splits: list[str]) -> datasets.DatasetDict:
+        return self._load_all()[0]
