@@ -13,15 +13,15 @@ from pathlib import Path
 import datasets
 
 from minitrans.data.corpus import arrow_table
+from minitrans.data.digest import pairs_digest
 from minitrans.data.token_ids import TokenIds, save_atomically
 from minitrans.data.tokenizer import Tokenizer
 
 
 def _fingerprint(dataset: datasets.Dataset, tokenizer: Tokenizer) -> str:
-    digest = hashlib.sha256(tokenizer.src_proto + tokenizer.tgt_proto)
-    for src, tgt in zip(dataset["src"], dataset["tgt"]):
-        digest.update(f"{src}\t{tgt}\n".encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:16]
+    """The cache key of a split's ids: its pairs (an unambiguous encoding) and the tokenizer."""
+    models = hashlib.sha256(tokenizer.src_proto).digest() + hashlib.sha256(tokenizer.tgt_proto).digest()
+    return pairs_digest(dataset, prefix=models)[:16]
 
 
 def tokenize_corpus(

@@ -1,0 +1,62 @@
+"""A corpus is never silently the wrong one: caches keyed by content in an unambiguous
+encoding, stale or damaged preparations rebuilt, partial folders of killed runs cleaned, and
+the training data a checkpoint records compared with the data it is evaluated or resumed on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import datasets
+import pytest
+
+from minitrans.core.config import DataConfig
+from minitrans.data.digest import pairs_digest
+from minitrans.data.tokenize import tokenize_corpus
+from minitrans.data.tokenizer import Tokenizer
+
+EN = [f"the dog number {i} runs home ." for i in range(60)]
+FR = [f"le chien numéro {i} rentre à la maison ." for i in range(60)]
+
+
+def write(path: Path, lines: list[str]) -> None:
+    path.write_bytes("".join(line + "\n" for line in lines).encode())
+
+
+def config(tmp_path, **values) -> DataConfig:
+    base = {"name": "parallel", "src_lang": "en", "tgt_lang": "fr", "num_valid": 5, "num_test": 5}
+    return DataConfig(**(base | {"cache_dir": str(tmp_path / "cache")} | values))
+
+
+def pairs(src: list[str], tgt: list[str]) -> datasets.Dataset:
+    return datasets.Dataset.from_dict({"src": src, "tgt": tgt})
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Tokenizer:
+    return Tokenizer.train(EN, FR, vocab_size=300)
+
+
+# ---- the tokenised-split cache key -----------------------------------------------------------
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ((["big dog\tred cat"], ["hund"]), (["big dog"], ["red cat\thund"])),  # a tab moved across the pair
+        ((["a"], ["b\nc\td"]), (["a", "c"], ["b", "d"])),  # one row with a newline, or two rows
+    ],
+)
+def test_pairs_a_separator_would_join_get_their_own_cached_ids(first, second, tokenizer, tmp_path):
+    assert pairs_digest(pairs(*first)) != pairs_digest(pairs(*second))
+    tokenize_corpus(datasets.DatasetDict({"valid": pairs(*first)}), tokenizer, tmp_path)
+    again = tokenize_corpus(datasets.DatasetDict({"valid": pairs(*second)}), tokenizer, tmp_path)["valid"]
+    assert again["src_ids"] == tokenizer.encode_src(second[0])
+    assert again["tgt_ids"] == tokenizer.encode_tgt(second[1])
+
+
+def test_the_pairs_digest_follows_content_not_chunking():
+    import pyarrow as pa
+
+    table = pa.table({"src": EN[:10], "tgt": FR[:10]})
+    chunked = pa.concat_tables([table.slice(0, 3), table.slice(3)])
+    assert pairs_digest(chunked) == pairs_digest(table) == pairs_digest(pairs(EN[:10], FR[:10]))
+    assert pairs_digest(table.slice(1)) != pairs_digest(table)
+    assert pairs_digest(pairs(EN[:10], FR[:9] + [FR[9] + "."])) != pairs_digest(table)
