@@ -60,3 +60,22 @@ def test_the_pairs_digest_follows_content_not_chunking():
     assert pairs_digest(chunked) == pairs_digest(table) == pairs_digest(pairs(EN[:10], FR[:10]))
     assert pairs_digest(table.slice(1)) != pairs_digest(table)
     assert pairs_digest(pairs(EN[:10], FR[:9] + [FR[9] + "."])) != pairs_digest(table)
+
+
+# ---- byte-order marks ------------------------------------------------------------------------
+def test_a_byte_order_mark_leaves_the_first_line_of_validation_and_test_files(tmp_path):
+    from minitrans.data.corpus import load_split, prepare_corpus
+
+    root = tmp_path / "bom"
+    root.mkdir()
+    write(root / "train.en", EN[:40])
+    write(root / "train.fr", FR[:40])
+    for split, lines in (("dev", slice(40, 50)), ("test", slice(50, 60))):
+        write(root / f"{split}.en", ["\ufeff" + EN[lines][0], *EN[lines][1:]])  # as Windows editors save
+        write(root / f"{split}.fr", ["\ufeff" + FR[lines][0], *FR[lines][1:]])
+    cfg = config(tmp_path, root=str(root))
+    corpus = prepare_corpus(cfg)
+    assert corpus.splits["valid"][0] == {"src": EN[40], "tgt": FR[40]}
+    assert corpus.splits["test"][0] == {"src": EN[50], "tgt": FR[50]}
+    sources, references, _ = load_split(cfg, "dev")
+    assert (sources[0], references[0]) == (EN[40], FR[40]) and sources[1:] == EN[41:50]

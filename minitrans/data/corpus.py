@@ -115,7 +115,7 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
     splits = {cfg.train_split: train}
     for name, source in roles.items():
         if name != cfg.train_split:
-            splits[name] = out[name] if source is None else arrow_table(raw[source])
+            splits[name] = out[name] if source is None else without_bom(arrow_table(raw[source]))
     report = {
         "splits": {
             name: {
@@ -128,6 +128,11 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
         "held_out": info,
     }
     return datasets.DatasetDict({name: _as_dataset(table) for name, table in splits.items()}), report
+
+
+def without_bom(table: pa.Table) -> pa.Table:
+    """Evaluation pairs are not cleaned, but a byte-order mark (a file's first line) is never text."""
+    return pa.table({name: pc.replace_substring_regex(table.column(name), "^\ufeff", "") for name in ("src", "tgt")})
 
 
 def _pair_keys(table: pa.Table) -> pa.Array:
@@ -176,8 +181,8 @@ def load_split(cfg: DataConfig, split: str, root: str | Path | None = None) -> t
             return list(pairs["src"]), list(pairs["tgt"]), name
     if read_from is None:
         raise ValueError(f"no split {split!r} in {source.describe()}; it has: {', '.join(available) or 'none'}")
-    pairs = source.load([read_from])[read_from]
-    return list(pairs["src"]), list(pairs["tgt"]), name
+    pairs = without_bom(arrow_table(source.load([read_from])[read_from]))
+    return pairs.column("src").to_pylist(), pairs.column("tgt").to_pylist(), name
 
 
 def load_run_split(
