@@ -79,3 +79,43 @@ def test_a_byte_order_mark_leaves_the_first_line_of_validation_and_test_files(tm
     assert corpus.splits["test"][0] == {"src": EN[50], "tgt": FR[50]}
     sources, references, _ = load_split(cfg, "dev")
     assert (sources[0], references[0]) == (EN[40], FR[40]) and sources[1:] == EN[41:50]
+
+
+# ---- one clear error, at the start ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"valid_split": "train"}, r"^data\.valid_split: 'train' is the training split"),
+        ({"test_splits": ["test", "train"]}, r"^data\.test_splits: 'train' is the training split"),
+    ],
+)
+def test_validating_or_testing_on_the_training_split_is_refused_at_once(values, message, tmp_path):
+    from minitrans.core.config import ConfigError
+    from minitrans.data.corpus import prepare_corpus
+
+    with pytest.raises(ConfigError, match=message):
+        prepare_corpus(DataConfig(cache_dir=str(tmp_path), **values))
+    assert not (tmp_path / "corpora").exists()  # refused before anything was generated
+
+
+def test_lengths_the_grammar_cannot_give_are_a_config_error(tmp_path, monkeypatch):
+    from minitrans.core.config import ConfigError
+    from minitrans.data.corpus import prepare_corpus
+
+    def generate_corpus(**sizes):  # what the grammar says after its attempts at 1000-word sentences
+        raise RuntimeError(f"could only generate 0 of {sizes['num_test']} distinct pairs")
+
+    monkeypatch.setattr("minitrans.data.generated.generate_corpus", generate_corpus)
+    cfg = DataConfig(cache_dir=str(tmp_path), min_words=1000, max_words=1000)
+    with pytest.raises(ConfigError, match=r"^data\.min_words: could only generate 0 of 1000 .* 1000 to 1000 words"):
+        prepare_corpus(cfg)
+
+
+@pytest.mark.slow
+def test_lengths_the_grammar_cannot_give_are_a_config_error_without_stubs(tmp_path):
+    from minitrans.core.config import ConfigError
+    from minitrans.data.corpus import prepare_corpus
+
+    cfg = DataConfig(cache_dir=str(tmp_path), min_words=1000, max_words=1000, num_train=2, num_valid=1, num_test=1)
+    with pytest.raises(ConfigError, match=r"^data\.min_words: .*lower data\.min_words"):
+        prepare_corpus(cfg)

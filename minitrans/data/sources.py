@@ -61,6 +61,7 @@ def corpus_source(cfg: DataConfig) -> CorpusSource:
 
 def resolve_splits(cfg: DataConfig, source: CorpusSource) -> dict[str, str | None]:
     """{configured split name: the corpus split it is read from, or None to hold it out}."""
+    check_split_names(cfg)
     available, halves = source.available(), source.halves()
 
     def present(name: str) -> bool:
@@ -85,6 +86,20 @@ def resolve_splits(cfg: DataConfig, source: CorpusSource) -> dict[str, str | Non
         else:
             raise ConfigError(f"data.test_splits: the corpus has no split {name!r} (it has: {listing})")
     return roles
+
+
+def check_split_names(cfg: DataConfig) -> None:
+    """Refuse, before any work, a validation or test split that is the training split."""
+    if cfg.valid_split == cfg.train_split:
+        raise ConfigError(
+            f"data.valid_split: {cfg.valid_split!r} is the training split; validation needs pairs the model "
+            "does not train on: name another split, or one the corpus lacks to hold pairs out (data.valid_split=valid)"
+        )
+    if cfg.train_split in cfg.test_splits:
+        raise ConfigError(
+            f"data.test_splits: {cfg.train_split!r} is the training split; a test needs pairs the model does not "
+            "train on: name other splits, or one the corpus lacks to hold pairs out (data.test_splits=[test])"
+        )
 
 
 # -- the embedded grammar ---------------------------------------------------------------------
@@ -117,14 +132,20 @@ class GeneratedSource:
             raise ConfigError(
                 f"data.src_lang: the generated corpus is English-German; got {cfg.src_lang}->{cfg.tgt_lang}"
             )
-        generated = generate_corpus(
-            num_train=cfg.num_train if "train" in splits else 0,
-            num_valid=cfg.num_valid,
-            num_test=cfg.num_test,
-            min_words=cfg.min_words,
-            max_words=cfg.max_words,
-            seed=cfg.corpus_seed,
-        )
+        try:
+            generated = generate_corpus(
+                num_train=cfg.num_train if "train" in splits else 0,
+                num_valid=cfg.num_valid,
+                num_test=cfg.num_test,
+                min_words=cfg.min_words,
+                max_words=cfg.max_words,
+                seed=cfg.corpus_seed,
+            )
+        except RuntimeError as error:  # the grammar cannot give that many distinct pairs of those lengths
+            raise ConfigError(
+                f"data.min_words: {error} of {cfg.min_words} to {cfg.max_words} words from the grammar; "
+                "lower data.min_words / data.max_words, or ask for fewer pairs"
+            ) from None
         src = 0 if cfg.src_lang == "en" else 1
         return datasets.DatasetDict(
             {
