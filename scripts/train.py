@@ -54,7 +54,7 @@ def main(cfg: DictConfig) -> float | None:
         summary = train(to_dataclass(cfg), hydra_cfg.runtime.output_dir)
     except ConfigError as error:
         if is_sweep:  # refuse this combination, keep the rest of the sweep going
-            log.error("skipping job %s: %s", hydra_cfg.job.override_dirname, error)
+            log.error("skipping job %s: %s", os.path.basename(hydra_cfg.runtime.output_dir), error)
             return None
         fail(str(error), 2)
     except (CheckpointError, TrainingError) as error:

@@ -1,20 +1,31 @@
-"""A Hydra multirun of scripts/train.py end to end: one folder per job, named after its
-overrides, each with its own TensorBoard events; an impossible combination is refused with a
-clear line while the other jobs run; compare.py reads the result. Also: the ready-made
-heads × d_k sweep composes."""
+"""Sweeps end to end: a Hydra multirun of scripts/train.py gives one folder per job, named
+after what the sweep varies, each with its own TensorBoard events; an impossible combination
+is refused with a clear line while the other jobs run; compare.py reads the result. The same
+through Hydra's joblib launcher (jobs in parallel) and submitit's local executor (the cluster
+launcher's code path), where a job preempted with SIGUSR2 saves, is requeued and resumes; an
+Optuna search whose best trial comes back as one command line. Also: the ready-made heads × d_k
+experiments compose."""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
 
+from minitrans.core.checkpoint import load_checkpoint
 from minitrans.core.hydra_config import register_configs, to_dataclass
+from minitrans.core.hydra_sweep import swept_keys, swept_overrides
+from minitrans.core.utils import StopRequest
 from minitrans.runs.compare import compare
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,26 +51,46 @@ TINY = {
 }
 
 
-@pytest.mark.slow
-def test_multirun_gives_one_readable_folder_per_job_refuses_the_impossible_one_and_compares(tmp_path):
-    sweep = tmp_path / "sweep"
-    # The tiny settings stay out of the folder names, so that only the swept key shows.
-    hidden = ",".join([*TINY, "data.cache_dir", "experiment", "trainer.device", "trainer.progress"])
-    command = [
+def sweep_command(tmp_path: Path, sweep: Path, *args: str, **settings) -> list[str]:
+    """``scripts/train.py -m ARGS`` with the tiny settings (``settings`` changes some), into ``sweep``."""
+    tiny = TINY | {key.replace("__", "."): value for key, value in settings.items()}
+    return [
         sys.executable,
         "scripts/train.py",
         "-m",
-        "model.num_heads=1,2,3",  # 3 does not divide d_model=16: refused, the sweep goes on
-        *[f"{key}={value}" for key, value in TINY.items()],
+        *args,
+        *[f"{key}={value}" for key, value in tiny.items()],
         f"data.cache_dir={tmp_path / 'cache'}",
         f"hydra.sweep.dir={sweep}",
-        f"hydra.job.config.override_dirname.exclude_keys=[{hidden}]",
     ]
-    env = os.environ | {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+SWEEP_ENV = os.environ | {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+
+
+def run_sweep(tmp_path: Path, sweep: Path, *args: str, timeout: float = 600, **settings) -> subprocess.CompletedProcess:
+    command = sweep_command(tmp_path, sweep, *args, **settings)
+    return subprocess.run(command, cwd=ROOT, env=SWEEP_ENV, capture_output=True, text=True, timeout=timeout)
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def job_pid(job: Path) -> int:
+    """The process that trained in ``job`` (its lock file names it: "pid N on HOST, since ...")."""
+    return int((job / ".lock").read_text().split()[1])
+
+
+@pytest.mark.slow
+def test_multirun_gives_one_readable_folder_per_job_refuses_the_impossible_one_and_compares(tmp_path):
+    sweep = tmp_path / "sweep"
+    # 3 does not divide d_model=16: refused, the sweep goes on. The tiny settings on the same
+    # command line stay out of the folder names: only the swept key shows.
+    done = run_sweep(tmp_path, sweep, "model.num_heads=1,2,3")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    assert "skipping job model.num_heads=3: model.num_heads: d_model=16 is not divisible by num_heads=3" in output
+    assert "skipping job 2_model.num_heads=3: model.num_heads: d_model=16 is not divisible by num_heads=3" in output
 
     jobs = sorted(p.name for p in sweep.iterdir() if p.is_dir())
     assert jobs == ["0_model.num_heads=1", "1_model.num_heads=2", "2_model.num_heads=3"]
@@ -73,6 +104,65 @@ def test_multirun_gives_one_readable_folder_per_job_refuses_the_impossible_one_a
     assert [run.d_k for run in result.runs] == [16, 8]
     assert "`2_model.num_heads=3`: model.num_heads: d_model=16 is not divisible by num_heads=3" in result.table
     assert {"comparison.md", "heads_dk_bleu.png"} <= {path.name for path in result.files}
+
+
+@pytest.mark.slow
+def test_a_joblib_sweep_runs_its_jobs_in_processes_of_their_own_and_compares(tmp_path):
+    """hydra/launcher=joblib: the jobs run in joblib's worker processes (which never ran
+    scripts/train.py's module code: the folder-name resolvers come with Hydra's state), named
+    and laid out as with the basic launcher."""
+    sweep = tmp_path / "joblib"
+    done = run_sweep(tmp_path, sweep, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "model.num_heads=1,2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Joblib.Parallel(n_jobs=2" in done.stdout + done.stderr
+    jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
+    assert [job.name for job in jobs] == ["0_model.num_heads=1", "1_model.num_heads=2"]
+    for job in jobs:
+        assert (job / "summary.json").exists() and len(list(job.glob("events.out.tfevents.*"))) == 1
+    assert job_pid(jobs[0]) != job_pid(jobs[1])  # two processes (the basic launcher runs both in one)
+    result = compare([sweep])
+    assert [run.num_heads for run in result.runs] == [1, 2]
+    assert "| 0_model.num_heads=1 |" in result.table
+
+
+@pytest.mark.slow
+def test_a_submitit_sweep_job_preempted_with_sigusr2_is_requeued_and_resumes_in_its_folder(tmp_path):
+    """hydra/launcher=submitit_local (the code path of submitit_slurm, with a local executor):
+    SIGUSR2, submitit's preemption signal, reaches job 0 while it trains; it writes last.pt,
+    submitit requeues it, and the requeued job resumes in the same folder and finishes."""
+    sweep = tmp_path / "submitit"
+    command = sweep_command(
+        tmp_path,
+        sweep,
+        "hydra/launcher=submitit_local",
+        "model.num_heads=1,2",
+        trainer__max_steps=600,
+        trainer__eval_every=600,  # no checkpoint before the end but the one the signal asks for
+    )
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=SWEEP_ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        first = sweep / "0_model.num_heads=1"
+        deadline = time.monotonic() + 400
+        while "parameters;" not in read(first / "train.log"):  # the trainer's first line: the loop starts
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0]
+            time.sleep(0.05)
+        time.sleep(0.5)  # well inside the loop (600 steps take seconds)
+        preempted = job_pid(first)
+        os.kill(preempted, signal.SIGUSR2)
+        output = process.communicate(timeout=400)[0]
+    finally:
+        process.kill()
+    assert process.returncode == 0, output
+    jobs = sorted(p for p in sweep.iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert [job.name for job in jobs] == ["0_model.num_heads=1", "1_model.num_heads=2"]
+    resumed = re.search(r"resumed from \S+last.pt at step (\d+)", read(first / "train.log"))
+    assert resumed and 0 < int(resumed.group(1)) < 600, read(first / "train.log")  # the step the signal saved
+    assert job_pid(first) != preempted  # a new process took the folder over
+    result = compare([sweep])
+    assert [run.summary.steps for run in result.runs] == [600, 600]
+    assert [run.num_heads for run in result.runs] == [1, 2]
 
 
 def test_heads_dk_sweep_experiment_composes_and_sweeps_heads_and_d_k():
@@ -93,3 +183,97 @@ def test_heads_dk_sweep_experiment_composes_and_sweeps_heads_and_d_k():
                     assert train_cfg.model.d_k == d_k and train_cfg.model.d_model == 64
     finally:
         GlobalHydra.instance().clear()
+
+
+# -- a sweep job's name: what the sweep varies --------------------------------------------------
+def job_hydra_node(overrides: list[str], sweep_dir: Path | None = None, params: dict | None = None):
+    """The parts of a sweep job's ``hydra`` node that its name is made from."""
+    return OmegaConf.create(
+        {
+            "overrides": {"task": overrides},
+            "sweep": {"dir": str(sweep_dir) if sweep_dir else None},
+            "sweeper": {"params": params},
+            "job": {"override_dirname": ",".join(sorted(overrides)), "config": {"override_dirname": {}}},
+        }
+    )
+
+
+def test_a_job_swept_on_the_command_line_is_named_by_the_swept_key_only(tmp_path):
+    fixed = [f"{key}={value}" for key, value in TINY.items()]
+    OmegaConf.save({"hydra": {"overrides": {"task": ["model.num_heads=1,2,4", *fixed]}}}, tmp_path / "multirun.yaml")
+    job = job_hydra_node([*fixed, "model.num_heads=4"], tmp_path)
+    assert swept_overrides(job) == "model.num_heads=4"
+
+
+def test_an_experiment_grid_and_an_optuna_search_space_name_their_jobs_by_their_keys(tmp_path):
+    grid = {"model.num_heads": "1,2,4,8", "model.d_k": "8,16,32"}
+    job = job_hydra_node(
+        ["experiment=heads_dk_sweep", "model.num_heads=2", "model.d_k=16", "data.num_train=9"], None, grid
+    )
+    assert swept_overrides(job) == "model.d_k=16,model.num_heads=2"
+    search = {
+        "model.num_heads": "choice(1,2,4)",
+        "trainer.lr": "tag(log, interval(1e-4, 1e-2))",
+        "trainer.label_smoothing": "interval(0.0, 0.2)",
+        "model.d_model": "64",  # one value: fixed, not searched
+    }
+    assert swept_keys(search) == {"model.num_heads", "trainer.lr", "trainer.label_smoothing"}
+
+
+def test_a_multirun_that_varies_nothing_keeps_hydras_name(tmp_path):
+    OmegaConf.save({"hydra": {"overrides": {"task": ["model.num_heads=2"]}}}, tmp_path / "multirun.yaml")
+    assert swept_overrides(job_hydra_node(["model.num_heads=2", "data.num_train=9"], tmp_path)) == (
+        "data.num_train=9,model.num_heads=2"
+    )
+
+
+def test_the_sweep_folder_setting_names_jobs_by_what_varies(tmp_path):
+    """conf/hydra/default.yaml's subdir, resolved for a job as a launcher's worker does."""
+    register_configs()
+    OmegaConf.save(
+        {"hydra": {"overrides": {"task": ["model.d_k=8,16", "data.num_train=9"]}}}, tmp_path / "multirun.yaml"
+    )
+    subdir = yaml.safe_load((ROOT / "conf" / "hydra" / "default.yaml").read_text())["sweep"]["subdir"]
+    cfg = OmegaConf.create(
+        {"hydra": OmegaConf.to_container(job_hydra_node(["data.num_train=9", "model.d_k=16"], tmp_path))}
+    )
+    cfg.hydra.job.num = 1
+    cfg.hydra.sweep.subdir = subdir
+    assert cfg.hydra.sweep.subdir == "1_model.d_k=16"
+
+
+# -- preemption: SIGUSR2 ------------------------------------------------------------------------
+class Requeued(BaseException):
+    """What submitit's SIGUSR2 handler does, in a test: leave, to be started again."""
+
+
+def test_sigusr2_asks_to_stop_and_is_handed_on_to_the_cluster_handler_once_the_block_is_left():
+    calls = []
+    before = signal.signal(signal.SIGUSR2, lambda signum, frame: calls.append(signum))
+    try:
+        with StopRequest() as stop:
+            os.kill(os.getpid(), signal.SIGUSR2)
+            assert stop.signal == signal.SIGUSR2 and calls == []  # noted: the loop saves first
+        assert calls == [signal.SIGUSR2]  # then the cluster's handler requeues the job
+    finally:
+        signal.signal(signal.SIGUSR2, before)
+
+
+def test_a_job_preempted_with_sigusr2_saves_its_step_is_requeued_and_resumes(tmp_path, tiny_config):
+    from minitrans.training.trainer import Trainer, train
+
+    def cluster_handler(signum, frame):
+        raise Requeued()
+
+    run = tmp_path / "run"
+    cfg = tiny_config("trainer.max_steps=6", "trainer.eval_every=6", "trainer.eval_sentences=2")
+    before = signal.signal(signal.SIGUSR2, cluster_handler)
+    try:
+        trainer = Trainer(cfg, run)
+        trainer.step_hooks.append(lambda state: state.step == 2 and os.kill(os.getpid(), signal.SIGUSR2))
+        with pytest.raises(Requeued):
+            trainer.fit()
+    finally:
+        signal.signal(signal.SIGUSR2, before)
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["state"]["step"] == 3  # saved before leaving
+    assert train(cfg, run).steps == 6  # the requeued job resumes in the same folder and finishes

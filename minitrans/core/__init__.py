@@ -2,5 +2,5 @@
 checkpoint I/O, run folders and their lock, sacrebleu metrics, text I/O and small utilities.
 
 Imports nothing else of minitrans; every sub-package may import it. Only ``core.config``,
-``core.hydra_config`` and ``scripts/`` touch Hydra.
+``core.hydra_config``, ``core.hydra_sweep`` and ``scripts/`` touch Hydra.
 """

@@ -51,6 +51,14 @@ def register_configs() -> None:
             return job_folder_name(name)
 
         OmegaConf.register_new_resolver("job_folder", job_folder)
+    if not OmegaConf.has_resolver("swept_overrides"):  # a sweep job's name: the overrides of what the sweep varies
+
+        def swept_overrides(*, _root_: Any) -> str:
+            from minitrans.core.hydra_sweep import swept_overrides
+
+            return swept_overrides(_root_.hydra)
+
+        OmegaConf.register_new_resolver("swept_overrides", swept_overrides)
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     # Outside the model/data/trainer groups, so they are neither listed nor accepted as choices

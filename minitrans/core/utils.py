@@ -146,11 +146,16 @@ class SignalReceived(BaseException):
         self.signum = signum
 
 
+# SIGUSR2: a cluster's "you are about to be preempted or timed out" (submitit's default, Slurm's --signal)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGUSR2") if hasattr(signal, name))
+
+
 class StopRequest:
-    """While active, SIGINT (Ctrl-C) and SIGTERM only set ``signal``; the training loop checks it
-    after each step, writes a checkpoint and stops. A second signal stops at once. With
+    """While active, SIGINT (Ctrl-C), SIGTERM and SIGUSR2 only set ``signal``; the training loop
+    checks it after each step, writes a checkpoint and stops. A second signal stops at once. With
     ``immediate=True`` (a phase with nothing left to save, e.g. the final evaluation) the first
-    signal raises :class:`SignalReceived` at once."""
+    signal raises :class:`SignalReceived` at once. A SIGUSR2 is handed on, once the block is left,
+    to the handler that was there before (submitit's: it requeues the job, which resumes)."""
 
     def __init__(self, immediate: bool = False) -> None:
         self.signal: int | None = None
@@ -158,7 +163,7 @@ class StopRequest:
         self._previous: dict = {}
 
     def __enter__(self) -> StopRequest:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             try:
                 self._previous[sig] = signal.signal(sig, self._handle)
             except ValueError:  # not the main thread: leave signals alone
@@ -176,3 +181,6 @@ class StopRequest:
     def __exit__(self, *exc) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        handler = self._previous.get(getattr(signal, "SIGUSR2", None))
+        if self.signal == getattr(signal, "SIGUSR2", None) and callable(handler):
+            handler(self.signal, None)  # the checkpoint is written: now the job may be requeued
