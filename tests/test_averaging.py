@@ -71,6 +71,15 @@ def test_checkpoints_of_different_models_are_refused_in_one_line(tmp_path):
     assert "\n" not in str(error.value)
 
 
+def test_a_wider_model_is_named_by_the_width_it_was_given_not_the_derived_d_k(tmp_path):
+    narrow = build_checkpoint(tmp_path / "narrow.pt", max_len=32)  # d_model 16, 2 heads: d_k 8
+    payload = load_checkpoint(narrow)
+    payload["config"]["model"].update(d_model=32, d_k=16, d_v=16)  # as a d_model=32 run records it
+    save_checkpoint(payload, tmp_path / "wide.pt")
+    with pytest.raises(CheckpointError, match=r"differ in model\.d_model \(16 vs 32\)"):
+        average_checkpoints([narrow, tmp_path / "wide.pt"])
+
+
 def test_the_script_averages_a_runs_last_checkpoints_for_translate_and_evaluate(tmp_path, tiny_config, capsys):
     run = tmp_path / "run"
     cfg = tiny_config("trainer.max_steps=6", "trainer.eval_every=2", "trainer.average_last=2")

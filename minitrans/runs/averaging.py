@@ -20,6 +20,8 @@ import torch
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint
 from minitrans.core.config import EVALUATION_ONLY, normalized_model
 
+DERIVED = ("d_k", "d_v", "d_attention")  # model keys the config fills in from others (d_k = d_model / heads)
+
 
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """The element-wise mean of state dicts with the same keys and shapes, in float32 or wider,
@@ -40,7 +42,8 @@ def _difference(first: dict[str, Any], other: dict[str, Any]) -> str | None:
         a, b = first["config"].get(section, {}), other["config"].get(section, {})
         if section == "model":  # derived values filled in: old and new checkpoints of one model agree
             a, b = normalized_model(a), normalized_model(b)
-        for key in sorted(set(a) | set(b), key=lambda k: (k not in ("kind", "name"), k)):  # the big one first
+        # the big one first; a derived key only when nothing it derives from differs
+        for key in sorted(set(a) | set(b), key=lambda k: (k not in ("kind", "name"), k in DERIVED, k)):
             if key not in EVALUATION_ONLY and a.get(key) != b.get(key):
                 return f"{section}.{key} ({a.get(key)!r} vs {b.get(key)!r})"
     if first["tokenizer"] != other["tokenizer"]:
