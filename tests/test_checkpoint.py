@@ -377,3 +377,94 @@ def test_a_damaged_pickle_in_a_whole_archive_is_named_corrupt_in_one_line(tmp_pa
     with pytest.raises(CheckpointError) as error:
         load_checkpoint(path)
     assert str(error.value) == f"{path} is truncated or corrupt (ValueError); it cannot be loaded"
+
+
+# -- defence in depth: the scan alone refuses what would run code -------------------------------
+def test_the_scans_allow_list_is_pinned_exactly():
+    """A global added to the allow-list (or an opcode let through) must be a reviewed change:
+    this test fails until it is updated with it."""
+    assert checkpoint._ALLOWED_GLOBALS == {
+        ("collections", "OrderedDict"),
+        ("_codecs", "encode"),
+        ("torch", "Size"),
+        ("torch", "device"),
+        ("torch._utils", "_rebuild_tensor_v2"),
+        ("__builtin__", "bytes"),
+        ("builtins", "bytes"),
+    }
+    assert checkpoint._NAMING_OPCODES == {"GLOBAL", "STACK_GLOBAL", "INST", "EXT1", "EXT2", "EXT4"}
+    assert checkpoint._REFUSED_OPCODES == {"EMPTY_SET", "ADDITEMS", "FROZENSET", "OBJ", "NEWOBJ", "NEWOBJ_EX"}
+    # beyond the list, only torch's storage classes and dtypes, and only from torch itself
+    storages = {name for name in dir(torch) if name.endswith("Storage")}
+    dtypes = {name for name in dir(torch) if isinstance(getattr(torch, name), torch.dtype)}
+    assert {name for name in dir(torch) if checkpoint._is_allowed("torch", name)} == {
+        "Size",
+        "device",
+    } | storages | dtypes
+    import builtins
+    import importlib
+
+    expected = {
+        "builtins": {"bytes"},
+        "__builtin__": {"bytes"},
+        "collections": {"OrderedDict"},
+        "_codecs": {"encode"},
+        "torch._utils": {"_rebuild_tensor_v2"},
+    }
+    for module in [*expected, "os", "posix", "subprocess", "importlib", "sys", "pickle", "shutil", "io"]:
+        namespace = builtins if module == "__builtin__" else importlib.import_module(module)
+        names = set(dir(namespace)) | {"eval", "exec", "getattr", "system", "Popen", "import_module"}
+        allowed = {name for name in names if checkpoint._is_allowed(module, name)}
+        assert allowed == expected.get(module, set()), module
+
+
+# Protocol-2 pickles as an attacker would write them: GLOBAL 'module name', MARK, arguments,
+# TUPLE, REDUCE (call it), STOP. Each, unpickled, calls its global.
+def crafted(module: str, name: str, *args: str) -> bytes:
+    arguments = b"".join(b"V" + arg.encode("raw_unicode_escape") + b"\n" for arg in args)
+    return b"\x80\x02c" + f"{module}\n{name}\n".encode() + b"(" + arguments + b"tR."
+
+
+def attacks(marker: Path) -> dict[str, bytes]:
+    touch = f"open({str(marker)!r}, 'w').close()"
+    return {
+        "builtins.eval": crafted("builtins", "eval", touch),
+        "builtins.exec": crafted("builtins", "exec", touch),
+        "builtins.getattr": crafted("builtins", "getattr", "abc", "upper"),
+        "os.system": crafted("os", "system", f"touch {marker}"),
+        "subprocess.Popen": crafted("subprocess", "Popen", f"touch {marker}"),  # a str: the shell's argv[0] path
+        "importlib.import_module": crafted("importlib", "import_module", "antigravity_never_imported"),
+    }
+
+
+def test_crafted_pickles_are_live_code(tmp_path):
+    """The premise of the next test: unpickled without any scan, these run."""
+    marker = tmp_path / "ran"
+    for name in ("builtins.eval", "builtins.exec"):
+        pickle.loads(attacks(marker)[name])
+        assert marker.exists(), name
+        marker.unlink()
+    assert pickle.loads(attacks(marker)["builtins.getattr"])() == "ABC"
+    with pytest.raises(ModuleNotFoundError, match="antigravity_never_imported"):
+        pickle.loads(attacks(marker)["importlib.import_module"])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["builtins.eval", "builtins.exec", "builtins.getattr", "os.system", "subprocess.Popen", "importlib.import_module"],
+)
+def test_the_scan_alone_refuses_pickles_that_call_code(tmp_path, monkeypatch, name):
+    """torch's loader is bypassed (any call to it fails the test): the scan must refuse first."""
+
+    def reached(*args, **kwargs):
+        raise AssertionError("torch.load was reached: the scan let the pickle through")
+
+    monkeypatch.setattr(checkpoint.torch, "load", reached)
+    good = tmp_path / "good.pt"
+    save_checkpoint(payload(1.0), good)
+    marker = tmp_path / "ran"
+    path = rewritten(good, tmp_path / "crafted.pt", {"data.pkl": ("data.pkl", attacks(marker)[name])})
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(path)
+    assert str(error.value) == f"{path} was refused: its pickle refers to {name}, which a checkpoint never needs"
+    assert not marker.exists()
