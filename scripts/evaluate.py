@@ -9,9 +9,13 @@ Reports BLEU (cased, detokenised; sacrebleu's tokenizer for the target language:
 ko-mecab, else 13a, or --bleu-tokenize), chrF and lower-cased
 BLEU, and BLEU by source length; writes {split}.beam{K}.hyp.txt and .json into --out, by
 default RUN/eval/, where RUN is the run folder (for a .pt file inside RUN/checkpoints/, that
-RUN; else the file's folder), and where compare.py finds them. A folder written by
+RUN; else the file's folder), and where compare.py finds them. The name says what was scored:
+a checkpoint other than best.pt, a length penalty or output ratio other than the default, and
+--limit (when it cuts the split) each add a part (test.beam5.averaged.lp1.first10.json), so
+a report is only ever replaced by one of the same thing. A folder written by
 scripts/export.py is scored through CTranslate2 and gets its own eval/. A progress bar on
-stderr counts the sentences translated (--no-progress hides it).
+stderr counts the sentences translated (--no-progress hides it). The library (and torch,
+sacrebleu) is imported only once the options are parsed: ``--help`` is quick.
 """
 
 from __future__ import annotations
@@ -25,23 +29,33 @@ from pathlib import Path
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
 from minitrans.core.config import (
     BEAM_RANGE,
     DecodingOptions,
     add_decoding_flags,
     cli_number,
 )
-from minitrans.core.metrics import BLEU_TOKENIZERS, bleu_by_length, bleu_settings, corpus_scores
 from minitrans.core.textio import plain_truncation_warnings
-from minitrans.core.utils import pick_device, write_atomic
-from minitrans.data.corpus import load_run_split
-from minitrans.inference.ct2 import is_exported, load_translator
 
 
 def run_folder(checkpoint: Path) -> Path:
     folder = checkpoint.parent
     return folder.parent if folder.name == "checkpoints" else folder
+
+
+def report_name(split: str, checkpoint: Path, options: DecodingOptions, limit: int | None, size: int) -> str:
+    """The file name (without suffix) of a report: the split and beam, then whatever differs
+    from a full-split evaluation of best.pt with the default length penalty and output ratio."""
+    parts = [split, f"beam{options.beam_size}"]
+    if checkpoint.suffix == ".pt" and checkpoint.stem != "best":
+        parts.append(checkpoint.stem)
+    if options.length_penalty != DecodingOptions.length_penalty:
+        parts.append(f"lp{options.length_penalty:g}")
+    if options.max_output_ratio != DecodingOptions.max_output_ratio:
+        parts.append(f"ratio{options.max_output_ratio:g}")
+    if limit is not None and limit < size:
+        parts.append(f"first{limit}")
+    return ".".join(parts)
 
 
 PROGRESS_CHUNK = 128  # sentences translated between two updates of the progress bar
@@ -85,12 +99,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--bleu-tokenize",
-        choices=BLEU_TOKENIZERS,
-        help="sacrebleu's BLEU tokenizer (default: the run's trainer.bleu_tokenize, else sacrebleu's choice for "
-        "the target language: zh, ja-mecab, ko-mecab, else 13a)",
+        metavar="NAME",
+        help="sacrebleu's BLEU tokenizer, one of its names (13a, intl, char, zh, ja-mecab, ko-mecab, flores200, "
+        "...; default: the run's trainer.bleu_tokenize, else sacrebleu's choice for the target language: zh, "
+        "ja-mecab, ko-mecab, else 13a)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
+    if args.bleu_tokenize is not None:  # checked here: sacrebleu is imported only once --help is past
+        from minitrans.core.metrics import BLEU_TOKENIZERS
+
+        if args.bleu_tokenize not in BLEU_TOKENIZERS:
+            parser.error(
+                f"argument --bleu-tokenize: invalid choice: {args.bleu_tokenize!r} (choose from {', '.join(BLEU_TOKENIZERS)})"
+            )
     return args
 
 
@@ -104,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
+    from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
+    from minitrans.core.utils import pick_device, write_atomic
+    from minitrans.data.corpus import load_run_split
+    from minitrans.inference.ct2 import is_exported, load_translator
+
     try:
         exported = is_exported(args.checkpoint)  # a CTranslate2 export writes into its own eval/
         checkpoint = Path(args.checkpoint) / "model.bin" if exported else resolve_checkpoint(args.checkpoint)
@@ -116,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    size = len(sources)
     sources, references = sources[: args.limit], references[: args.limit]
     options = DecodingOptions(
         beam_size=args.beam, length_penalty=args.length_penalty, max_output_ratio=args.max_output_ratio
@@ -130,11 +159,13 @@ def run(args: argparse.Namespace) -> int:
         "limit": args.limit,
         "beam": args.beam,
         "length_penalty": args.length_penalty,
+        "max_output_ratio": args.max_output_ratio,
         **corpus_scores(hypotheses, references, tgt_lang, tokenize),
         "by_length": bleu_by_length(sources, hypotheses, references, tgt_lang=tgt_lang, tokenize=tokenize),
     }
     out_dir = args.out if args.out is not None else run_folder(checkpoint) / "eval"
-    hyp_path, json_path = out_dir / f"{split}.beam{args.beam}.hyp.txt", out_dir / f"{split}.beam{args.beam}.json"
+    name = report_name(split, checkpoint, options, args.limit, size)
+    hyp_path, json_path = out_dir / f"{name}.hyp.txt", out_dir / f"{name}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(hyp_path, "".join(h + "\n" for h in hypotheses))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 
@@ -77,8 +78,33 @@ def test_a_checkpoint_file_writes_into_its_run_folder(evaluate, multi30k_run):
     checkpoint = run / "checkpoints" / "best.pt"
     args = [str(checkpoint), "--split", "test_2016_flickr", "--data-root", str(root), "--limit", "2"]
     assert evaluate([*args, "--device", "cpu"]) == 0
-    report = json.loads((run / "eval" / "test_2016_flickr.beam1.json").read_text(encoding="utf-8"))
+    report = json.loads((run / "eval" / "test_2016_flickr.beam1.first2.json").read_text(encoding="utf-8"))
     assert report["sentences"] == 2 and report["checkpoint"] == str(checkpoint)
+
+
+def test_reports_of_different_things_never_replace_each_other(evaluate, multi30k_run):
+    """Another --limit, checkpoint or length penalty gets its own report, named for what was
+    scored; the same evaluation again replaces its own."""
+    run, root = multi30k_run
+    best = str(run / "checkpoints" / "best.pt")
+    shutil.copy(best, run / "checkpoints" / "averaged.pt")
+    common = ["--split", "test_2016_flickr", "--data-root", str(root), "--device", "cpu", "--beam", "2"]
+    evaluations = [
+        ("test_2016_flickr.beam2.json", [best]),
+        ("test_2016_flickr.beam2.averaged.json", [str(run)]),  # a run folder prefers averaged.pt
+        ("test_2016_flickr.beam2.lp1.json", [best, "--length-penalty", "1"]),
+        ("test_2016_flickr.beam2.first2.json", [best, "--limit", "2"]),
+        ("test_2016_flickr.beam2.json", [best, "--limit", "5"]),  # the whole split: the same evaluation
+    ]
+    for name, args in evaluations:
+        assert evaluate([*args, *common]) == 0
+        assert (run / "eval" / name).exists() and (run / "eval" / name.replace(".json", ".hyp.txt")).exists()
+    reports = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (run / "eval").glob("*.json")}
+    assert set(reports) == {name for name, _ in evaluations}
+    assert reports["test_2016_flickr.beam2.json"]["sentences"] == 5
+    assert reports["test_2016_flickr.beam2.first2.json"]["sentences"] == 2
+    assert reports["test_2016_flickr.beam2.averaged.json"]["checkpoint"].endswith("averaged.pt")
+    assert reports["test_2016_flickr.beam2.lp1.json"]["length_penalty"] == 1.0
 
 
 def test_an_unknown_split_is_one_error_line(evaluate, multi30k_run, capsys):
@@ -96,7 +122,7 @@ def test_a_generated_corpus_run_is_evaluated_on_its_regenerated_split(evaluate, 
     corpus = generate_corpus(num_train=50, num_valid=10, num_test=12, seed=7)
     assert name == "test" and list(zip(sources, references)) == corpus["test"]
     assert evaluate([str(run), "--split", "test", "--limit", "3", "--device", "cpu"]) == 0
-    assert len((run / "eval" / "test.beam1.hyp.txt").read_text(encoding="utf-8").splitlines()) == 3
+    assert len((run / "eval" / "test.beam1.last.first3.hyp.txt").read_text(encoding="utf-8").splitlines()) == 3
 
 
 def test_known_strings_score_as_sacrebleu_says():
