@@ -35,10 +35,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-sentences", type=int, default=32, help="sentences per request (default 32)")
     parser.add_argument("--max-chars", type=int, default=1000, help="characters per sentence (default 1000)")
     parser.add_argument("--max-beam", type=int, default=16, help="largest beam a request may ask for (default 16)")
+    parser.add_argument(
+        "--max-attention-cells",
+        type=int,
+        default=2_000_000,
+        help="attention weights one answer may hold, all sentences and models (default 2000000, ~14 MB of JSON)",
+    )
     args = parser.parse_args(argv)
     if len(args.runs) > 2:
         parser.error("give one run, or two to compare side by side")
-    for name in ("max_sentences", "max_chars", "max_beam"):
+    for name in ("max_sentences", "max_chars", "max_beam", "max_attention_cells"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.max_beam > BEAM_RANGE[1]:  # a beam costs beam x vocabulary scores per step, per request
@@ -97,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         sock.close()
         print(f"error: {error}", file=sys.stderr)
         return 1
-    limits = Limits(max_sentences=args.max_sentences, max_chars=args.max_chars, max_beam=args.max_beam)
+    limits = Limits(
+        max_sentences=args.max_sentences,
+        max_chars=args.max_chars,
+        max_beam=args.max_beam,
+        max_attention_cells=args.max_attention_cells,
+    )
     app = create_app(models, limits)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

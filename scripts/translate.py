@@ -10,7 +10,11 @@ RUN_OR_CHECKPOINT is a .pt file or a run folder (its checkpoints/averaged.pt, el
 else last.pt), or a folder written by scripts/export.py, which CTranslate2 then translates with
 (same flags; no attention maps, no forced scoring).
 
-Thin by design: reading and writing text here, everything else in ``minitrans.inference.translator``.
+Many input lines (``--input FILE``) get one progress bar on stderr (on a terminal) and one
+summary of the words never seen in training (word -> lines), instead of a warning per line.
+
+Thin by design: reading and writing text here, everything else in ``minitrans.inference``.
+The library (and torch) is imported only once the options are parsed: ``--help`` is quick.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.config import (
     BEAM_RANGE,
     MAX_POSITIONS,
@@ -33,12 +38,13 @@ from minitrans.core.config import (
     cli_number,
 )
 from minitrans.core.textio import InputError, numbered_path, plain_truncation_warnings, read_sentences
-from minitrans.core.utils import pick_device, write_atomic
-from minitrans.inference.coverage import language_name
-from minitrans.inference.ct2 import load_translator
-from minitrans.inference.lines import score_lines, translate_lines
-from minitrans.inference.translator import Translator
-from minitrans.runs.viz import translate_with_attention
+
+if TYPE_CHECKING:
+    from minitrans.inference.base import BaseTranslator
+    from minitrans.inference.lines import LineResult
+
+SUMMARY_LINES = 10  # more input lines than this: unseen words summarised, not named line by line
+PROGRESS_CHUNK = 64  # lines translated between two updates of the progress bar
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -111,11 +117,18 @@ def print_warnings(result_warnings: list[str], where: str = "") -> None:
         print(f"warning: {where}{message}", file=sys.stderr)
 
 
-def interactive(translator: Translator, args: argparse.Namespace, options: DecodingOptions) -> None:
+def interactive(translator: BaseTranslator, args: argparse.Namespace, options: DecodingOptions) -> None:
     try:
         import readline  # noqa: F401  (line editing and history for input(), where the platform has it)
     except ImportError:
         pass
+    from minitrans.inference.coverage import language_name
+    from minitrans.inference.lines import translate_lines
+    from minitrans.inference.translator import require_model
+    from minitrans.runs.viz import translate_with_attention
+
+    if args.attention:
+        require_model(translator, "drawing attention maps")
     data = (translator.config or {}).get("data", {})
     pair = f"{language_name(data.get('src_lang', '?'))} → {language_name(data.get('tgt_lang', '?'))}"
     print(
@@ -156,10 +169,54 @@ def interactive(translator: Translator, args: argparse.Namespace, options: Decod
 NO_RECORD = "this checkpoint holds no record of its training data (it predates them): unseen words cannot be named"
 
 
+def translate_with_progress(
+    translator: BaseTranslator, sentences: list[str], args: argparse.Namespace, options: DecodingOptions
+) -> list[LineResult]:
+    """:func:`translate_lines` in chunks of :data:`PROGRESS_CHUNK` lines, counted on one tqdm
+    bar on stderr (tqdm hides it when stderr is not a terminal, and for a single chunk)."""
+    from tqdm.auto import tqdm
+
+    from minitrans.inference.lines import translate_lines
+
+    results = []
+    with tqdm(
+        total=len(sentences), unit="line", desc="translate", disable=None if len(sentences) > PROGRESS_CHUNK else True
+    ) as bar:
+        for start in range(0, len(sentences), PROGRESS_CHUNK):
+            chunk = sentences[start : start + PROGRESS_CHUNK]
+            results += translate_lines(
+                translator, chunk, options, nbest=args.nbest, split=not args.no_split, align=args.format == "jsonl"
+            )
+            bar.update(len(chunk))
+    return results
+
+
+def report_warnings(results: list[LineResult]) -> None:
+    """Each line's warnings on stderr; for more than :data:`SUMMARY_LINES` lines, the unseen
+    words as one summary (word -> the number of lines holding it), the other warnings by line."""
+    if len(results) <= SUMMARY_LINES:
+        for number, result in enumerate(results, 1):
+            print_warnings(result.warnings, f"line {number}: ")
+        return
+    for number, result in enumerate(results, 1):
+        print_warnings(result.notes, f"line {number}: ")
+    counts = Counter(word for result in results for word in result.unseen_words or [])
+    if counts:
+        lines = sum(bool(result.unseen_words) for result in results)
+        shown = ", ".join(f"{word} ({count})" for word, count in counts.most_common(20))
+        more = f", and {len(counts) - 20} more" if len(counts) > 20 else ""
+        print(
+            f"warning: {lines} of {len(results)} lines hold words never seen in training (word, lines): {shown}{more}",
+            file=sys.stderr,
+        )
+
+
 def translate_all(
-    translator: Translator, sentences: list[str], args: argparse.Namespace, options: DecodingOptions
+    translator: BaseTranslator, sentences: list[str], args: argparse.Namespace, options: DecodingOptions
 ) -> list[str]:
-    """The output lines for the input lines (warnings go to stderr as they are found)."""
+    """The output lines for the input lines (warnings go to stderr)."""
+    from minitrans.inference.lines import score_lines
+
     if args.score_reference:
         references = read_sentences(Path(args.score_reference).read_bytes(), args.score_reference)
         if len(references) != len(sentences):
@@ -175,6 +232,10 @@ def translate_all(
             for r in scored
         ]
     if args.attention:
+        from minitrans.inference.translator import require_model
+        from minitrans.runs.viz import translate_with_attention
+
+        require_model(translator, "drawing attention maps")
         outputs, written = translate_with_attention(translator, sentences, args.attention, options)
         for number, line in enumerate(sentences, 1):
             print_warnings(
@@ -183,11 +244,8 @@ def translate_all(
         for path in written:
             print(f"attention: {path}", file=sys.stderr)
         return outputs
-    results = translate_lines(
-        translator, sentences, options, nbest=args.nbest, split=not args.no_split, align=args.format == "jsonl"
-    )
-    for number, result in enumerate(results, 1):
-        print_warnings(result.warnings, f"line {number}: ")
+    results = translate_with_progress(translator, sentences, args, options)
+    report_warnings(results)
     if args.format == "jsonl":
         return [json.dumps(result.to_json(), ensure_ascii=False) for result in results]
     return [line for result in results for line in result.text_lines(args.nbest, args.scores)]
@@ -200,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.core.utils import pick_device, write_atomic
+    from minitrans.inference.ct2 import load_translator
+
     options = DecodingOptions(
         beam_size=args.beam,
         length_penalty=args.length_penalty,
@@ -208,6 +270,8 @@ def run(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
     )
     try:
+        if args.output and Path(args.output).is_dir():
+            raise InputError(f"cannot write {args.output}: it is a folder; give a file name inside it")
         if args.output and not Path(args.output).resolve().parent.is_dir():
             raise InputError(f"cannot write {args.output}: no such folder")
         sentences = None if args.info else read_input(args)

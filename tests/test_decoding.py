@@ -10,19 +10,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.core.config import RNNConfig, TransformerConfig
+from minitrans.core.config import DecodingOptions, RNNConfig, TransformerConfig
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from minitrans.inference.decoding import (
-    beam_search,
-    beam_search_nbest,
-    greedy_decode,
-    greedy_search,
-    length_normalizer,
-    output_limits,
-    search,
-    translate_ids,
-)
+from minitrans.inference import decoding
+from minitrans.inference.decoding import MAX_OUTPUT_LEN, best_ids, length_normalizer, output_limits, search
 from minitrans.models.interface import Seq2SeqModel
 from minitrans.models.rnn import AttentionRNN, FixedContextRNN
 from minitrans.models.transformer import Transformer
@@ -35,6 +27,28 @@ OLD_SIZES = TransformerConfig(
     share_embeddings=False,
 )  # fmt: skip
 FAMILIES = ["transformer", "rnn", "rnn_attention"]
+
+
+def options(**fields) -> DecodingOptions:
+    """DecodingOptions; a negative length penalty, outside the range the command line allows but
+    one the search handles, is set past the options' own check."""
+    alpha = fields.get("length_penalty", 0.6)
+    chosen = DecodingOptions(**{**fields, "length_penalty": max(alpha, 0.0)})
+    object.__setattr__(chosen, "length_penalty", alpha)
+    return chosen
+
+
+def decode(model: Seq2SeqModel, src: torch.Tensor, **fields) -> list[list[int]]:
+    """The best ids of each sentence, by the one decoding entry point."""
+    return best_ids(search(model, src, options(**fields)))
+
+
+@torch.no_grad()
+def beam_search(model: Seq2SeqModel, src: torch.Tensor, nbest: int = 1, **fields) -> list[list[decoding.Hypothesis]]:
+    """Beam search itself, even at beam size 1 (where :func:`search` runs greedy search)."""
+    chosen = options(**fields)
+    limits = output_limits(src, chosen.max_output_ratio, chosen.max_output_len or MAX_OUTPUT_LEN)
+    return decoding._beam_search(model, src, limits, chosen, nbest)
 
 
 def make_model(family: str, vocab: int = VOCAB) -> Seq2SeqModel:
@@ -79,28 +93,28 @@ def src() -> torch.Tensor:
 
 
 def test_trained_models_end_sentences_at_varied_lengths(trained, src):
-    lengths = {len(ids) for ids in greedy_decode(trained, src)}
+    lengths = {len(ids) for ids in decode(trained, src)}
     assert len(lengths) > 1 and max(lengths) < int(output_limits(src, 1.5, 255).min())
 
 
 @pytest.mark.parametrize("beam", [1, 3, 5])
 def test_cached_decoding_equals_full_recomputation(trained, src, beam):
-    cached = translate_ids(trained, src, beam_size=beam, use_cache=True)
-    full = translate_ids(trained, src, beam_size=beam, use_cache=False)
+    cached = decode(trained, src, beam_size=beam, use_cache=True)
+    full = decode(trained, src, beam_size=beam, use_cache=False)
     assert cached == full
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.5])
 def test_beam_size_one_is_greedy(trained, src, alpha):
-    assert beam_search(trained, src, beam_size=1, length_penalty=alpha) == greedy_decode(trained, src)
+    assert best_ids(beam_search(trained, src, beam_size=1, length_penalty=alpha)) == decode(trained, src)
 
 
 @pytest.mark.parametrize("beam", [1, 4])
 def test_a_sentence_decodes_the_same_alone_and_in_a_batch(trained, src, beam):
-    together = translate_ids(trained, src, beam_size=beam)
+    together = decode(trained, src, beam_size=beam)
     for row in range(src.shape[0]):
         length = int((src[row] != PAD_ID).sum())
-        assert translate_ids(trained, src[row : row + 1, :length], beam_size=beam) == [together[row]]
+        assert decode(trained, src[row : row + 1, :length], beam_size=beam) == [together[row]]
 
 
 def never_ending(model: Seq2SeqModel) -> Seq2SeqModel:
@@ -118,7 +132,7 @@ def test_a_model_that_never_ends_runs_exactly_to_each_sentences_limit(src):
         model = never_ending(make_model(family))
         for beam in (1, 3):
             for use_cache in (True, False):
-                outputs = translate_ids(
+                outputs = decode(
                     model, src, beam_size=beam, max_output_ratio=0.5, max_output_len=12, use_cache=use_cache
                 )
                 assert [len(ids) for ids in outputs] == limits, (family, beam, use_cache)
@@ -161,10 +175,10 @@ def test_a_beam_that_holds_every_hypothesis_finds_the_exact_best(family, alpha):
         scored = [(sequence_score(model, row_src, ids, eos, alpha), ids) for ids, eos in complete]
         best = max(scored)[1]
         width = len(words) ** (limit - 1) * (len(words) + 1)  # every candidate of the last step
-        found = beam_search(model, row_src, beam_size=width, length_penalty=alpha, max_output_len=limit)
+        found = decode(model, row_src, beam_size=width, length_penalty=alpha, max_output_len=limit)
         assert found == [best]
         # ... and its n best are the n best of all, in order, each with its teacher-forced score
-        (nbest,) = beam_search_nbest(model, row_src, width, alpha, max_output_len=limit, nbest=4)
+        (nbest,) = search(model, row_src, options(beam_size=width, length_penalty=alpha, max_output_len=limit), nbest=4)
         ranked = sorted(scored, key=lambda pair: -pair[0])[:4]
         assert [hyp.ids for hyp in nbest] == [ids for _, ids in ranked]
         assert [hyp.score for hyp in nbest] == pytest.approx([score for score, _ in ranked], abs=1e-5)
@@ -172,8 +186,8 @@ def test_a_beam_that_holds_every_hypothesis_finds_the_exact_best(family, alpha):
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 def test_nbest_lists_are_distinct_ranked_and_scored_as_teacher_forcing_scores_them(trained, src, alpha):
-    found = beam_search_nbest(trained, src, beam_size=5, length_penalty=alpha, nbest=3)
-    assert [hyps[0].ids for hyps in found] == beam_search(trained, src, beam_size=5, length_penalty=alpha)
+    found = search(trained, src, options(beam_size=5, length_penalty=alpha), nbest=3)
+    assert best_ids(found) == decode(trained, src, beam_size=5, length_penalty=alpha)
     for row, hyps in enumerate(found):
         assert len(hyps) == 3
         assert len({tuple(hyp.ids) for hyp in hyps}) == 3
@@ -186,9 +200,9 @@ def test_nbest_lists_are_distinct_ranked_and_scored_as_teacher_forcing_scores_th
 
 
 def test_greedy_scores_are_the_teacher_forced_scores_and_beam_one_reports_the_same(trained, src):
-    greedy = greedy_search(trained, src, length_penalty=0.6)
-    beam_one = beam_search_nbest(trained, src, beam_size=1, length_penalty=0.6)
-    for row, (hyp, (beamed,)) in enumerate(zip(greedy, beam_one)):
+    greedy = search(trained, src, options(length_penalty=0.6))
+    beam_one = beam_search(trained, src, beam_size=1, length_penalty=0.6)
+    for row, ((hyp,), (beamed,)) in enumerate(zip(greedy, beam_one)):
         row_src = src[row : row + 1, : int((src[row] != PAD_ID).sum())]
         assert hyp.score == pytest.approx(sequence_score(trained, row_src, hyp.ids, hyp.is_finished, 0.6), abs=1e-4)
         assert (beamed.ids, beamed.is_finished) == (hyp.ids, hyp.is_finished)
@@ -198,9 +212,9 @@ def test_greedy_scores_are_the_teacher_forced_scores_and_beam_one_reports_the_sa
 def test_nbest_must_fit_the_beam(src):
     model = make_model("rnn")
     with pytest.raises(ValueError, match="nbest"):
-        search(model, src, beam_size=2, nbest=3)
+        search(model, src, options(beam_size=2), nbest=3)
     with pytest.raises(ValueError, match="nbest"):
-        search(model, src, beam_size=1, nbest=2)
+        search(model, src, options(beam_size=1), nbest=2)
 
 
 # -- a scripted model: stopping and finished hypotheses --------------------------------------
@@ -244,15 +258,15 @@ SRC = torch.tensor([[4, 4, 4, EOS_ID]])
 
 def test_beam_finds_a_likelier_sentence_than_greedy():
     model = ScriptedModel({(): {4: 0.5, 5: 0.4, EOS_ID: 0.1}, (4,): {6: 0.3, 7: 0.3, EOS_ID: 0.4}, (5,): {EOS_ID: 0.9}})
-    assert greedy_decode(model, SRC) == [[4]]  # p = 0.2
+    assert decode(model, SRC) == [[4]]  # p = 0.2
     for use_cache in (True, False):
-        assert beam_search(model, SRC, beam_size=2, length_penalty=0.0, use_cache=use_cache) == [[5]]  # p = 0.36
+        assert decode(model, SRC, beam_size=2, length_penalty=0.0, use_cache=use_cache) == [[5]]  # p = 0.36
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_search_stops_as_soon_as_no_open_beam_can_beat_the_best_finished(use_cache):
     model = ScriptedModel({(): {EOS_ID: 0.4, 4: 0.35, 5: 0.25}})
-    assert beam_search(model, SRC, beam_size=3, length_penalty=0.0, use_cache=use_cache) == [[]]
+    assert decode(model, SRC, beam_size=3, length_penalty=0.0, use_cache=use_cache) == [[]]
     assert model.calls == 1  # log 0.35 can only fall: the empty sentence (0.4) has won
 
 
@@ -261,7 +275,7 @@ def test_an_early_finished_hypothesis_is_kept_until_a_better_one_ends(eos_after_
     # alpha = 1 favours longer sentences, so the search goes on after the empty sentence ends;
     # [4] + EOS (p = 0.35 * eos_after_4) beats it after length normalisation only for 0.99.
     model = ScriptedModel({(): {EOS_ID: 0.4, 4: 0.35, 5: 0.25}, (4,): {EOS_ID: eos_after_4, 6: 1 - eos_after_4}})
-    assert beam_search(model, SRC, beam_size=2, length_penalty=1.0) == [expected]
+    assert decode(model, SRC, beam_size=2, length_penalty=1.0) == [expected]
 
 
 def test_a_length_reward_keeps_the_search_going_to_the_limit_where_open_beams_end():
@@ -269,19 +283,19 @@ def test_a_length_reward_keeps_the_search_going_to_the_limit_where_open_beams_en
     # beam [4, 7, 7, 7] (p = 0.2, no EOS) wins when the limit of 4 tokens ends it.
     model = ScriptedModel({(): {EOS_ID: 0.6, 4: 0.4}})
     model.DEFAULT = {7: 0.8, 6: 0.15, EOS_ID: 0.05}
-    assert beam_search(model, SRC, beam_size=2, length_penalty=3.0, max_output_len=4) == [[4, 7, 7, 7]]
+    assert decode(model, SRC, beam_size=2, length_penalty=3.0, max_output_len=4) == [[4, 7, 7, 7]]
     assert model.calls == 4
 
 
 def test_pad_and_bos_are_never_generated():
     model = ScriptedModel({(): {PAD_ID: 0.5, BOS_ID: 0.3, 4: 0.15, EOS_ID: 0.05}, (4,): {PAD_ID: 0.9, EOS_ID: 0.1}})
-    assert greedy_decode(model, SRC) == [[4]]
-    assert beam_search(model, SRC, beam_size=2) == [[4]]
+    assert decode(model, SRC) == [[4]]
+    assert decode(model, SRC, beam_size=2) == [[4]]
 
 
-def test_beam_size_must_be_positive(src):
-    with pytest.raises(ValueError, match="beam size"):
-        translate_ids(make_model("rnn"), src, beam_size=0)
+def test_beam_size_must_be_positive():
+    with pytest.raises(ValueError, match="beam_size"):
+        DecodingOptions(beam_size=0)
 
 
 def test_length_penalty_is_gnmts_formula():
@@ -299,7 +313,7 @@ def test_the_search_goes_on_while_a_longer_sentence_could_still_win_at_alpha_one
     model = ScriptedModel({(): {EOS_ID: 0.6, 4: 0.4}})
     model.DEFAULT = {7: 0.99, 6: 0.009, EOS_ID: 0.001}  # EOS never among the top K: no early end
     for use_cache in (True, False):
-        assert beam_search(model, SRC, beam_size=2, length_penalty=1.0, max_output_len=8, use_cache=use_cache) == [
+        assert decode(model, SRC, beam_size=2, length_penalty=1.0, max_output_len=8, use_cache=use_cache) == [
             [4] + [7] * 7
         ]
 
@@ -309,4 +323,4 @@ def test_with_a_negative_alpha_the_bound_uses_the_shortest_length_an_open_beam_c
     # has ended (log 0.42 = -0.868); the open beam [4] (log 0.48) can still end at length 2,
     # where it scores at best 7/6 · log 0.48 = -0.856: the search must go on, and [4] + EOS wins.
     model = ScriptedModel({(): {EOS_ID: 0.42, 4: 0.48, 5: 0.10}, (4,): {EOS_ID: 0.999, 6: 0.001}})
-    assert beam_search(model, SRC, beam_size=2, length_penalty=-1.0) == [[4]]
+    assert decode(model, SRC, beam_size=2, length_penalty=-1.0) == [[4]]

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitrans.core.checkpoint import save_checkpoint
+from minitrans.core.checkpoint import CheckpointError, save_checkpoint
 from minitrans.core.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
 from minitrans.data.tokenizer import EOS_ID, Tokenizer
 from minitrans.inference.ct2 import Ct2Error, Ct2Translator, is_exported, load_translator
 from minitrans.inference.export import ExportError, check_exportable, export_ctranslate2
-from minitrans.inference.translator import Translator
+from minitrans.inference.lines import score_lines
+from minitrans.inference.translator import Translator, require_model
 from minitrans.models.build import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,16 +107,16 @@ def test_nbest_hypotheses_scores_and_alignments_match_ours(exported):
             assert [h.score for h in hyps] == pytest.approx([h.score for h in ref], abs=1e-3)
         cut += [not hyp.is_finished for hyps in found for hyp in hyps]
     assert any(cut) and not all(cut)  # some end with EOS, some at the length limit
-    described = engine.translate(SENTENCES[:10], DecodingOptions(beam_size=4), nbest=2)
-    reference = ours.translate(SENTENCES[:10], DecodingOptions(beam_size=4), nbest=2)
+    described = engine.translate_nbest(SENTENCES[:10], DecodingOptions(beam_size=4), nbest=2)
+    reference = ours.translate_nbest(SENTENCES[:10], DecodingOptions(beam_size=4), nbest=2)
     for got, want in zip(described, reference):
         assert [(t.text, t.pieces, t.alignment, t.is_finished) for t in got] == [
             (t.text, t.pieces, t.alignment, t.is_finished) for t in want
         ]
     with pytest.raises(ValueError, match="nbest must be between 1 and the beam size 2"):
         engine.search_encoded(src_ids, DecodingOptions(beam_size=2), nbest=3)
-    with pytest.raises(Ct2Error, match="forced scoring needs the PyTorch checkpoint"):
-        engine.score(SENTENCES[:1], ["a man"])
+    with pytest.raises(CheckpointError, match="forced scoring needs the PyTorch checkpoint"):
+        score_lines(engine, SENTENCES[:1], ["a man"])
 
 
 @needs_ct2
@@ -257,8 +258,8 @@ def test_a_broken_export_is_one_error(exported, tmp_path):
             (broken / path.name).write_bytes(path.read_bytes())
     with pytest.raises(Ct2Error, match="CTranslate2 cannot load it"):
         load_translator(broken, "cpu")
-    with pytest.raises(Ct2Error, match="attention maps need the PyTorch checkpoint"):
-        load_translator(folder, "cpu").attention_maps([4, 5, EOS_ID], [6])
+    with pytest.raises(CheckpointError, match="drawing attention maps needs the PyTorch checkpoint"):
+        require_model(load_translator(folder, "cpu"), "drawing attention maps")
 
 
 # -- scripts ----------------------------------------------------------------------------------

@@ -10,10 +10,11 @@ import pytest
 from test_translate import SRC, build_checkpoint, load_script, pipe_stdin
 
 from minitrans.core.config import DecodingOptions
+from minitrans.inference.base import Translation
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import length_normalizer
 from minitrans.inference.lines import join, score_lines, split_sentences, translate_lines
-from minitrans.inference.translator import Translation, Translator
+from minitrans.inference.translator import Translator
 
 TWO = "Ein mann fährt fahrrad. Eine frau liest ein buch."
 HYPOTHESIS_KEYS = {"text", "pieces", "score", "log_prob", "alignment", "is_finished"}
@@ -62,7 +63,7 @@ def test_lines_keep_their_places_and_a_multi_sentence_line_is_translated_sentenc
     joined = results[3]
     assert joined.sentences == [first, second]
     assert joined.text == " ".join(t for t in translator.translate([first, second], DecodingOptions(beam_size=2)) if t)
-    apart = translator.translate([first, second], DecodingOptions(beam_size=2), nbest=2)
+    apart = translator.translate_nbest([first, second], DecodingOptions(beam_size=2), nbest=2)
     best = joined.hypotheses[0]
     assert best.pieces == apart[0][0].pieces + apart[1][0].pieces
     offset = len(translator.encode([first])[0]) - 1  # the first sentence's pieces, without EOS
@@ -98,7 +99,8 @@ def test_warnings_name_unseen_words_and_cut_sentences(translator):
 def test_json_objects_have_the_documented_schema(translator):
     for result in translate_lines(translator, [SRC[0], "", TWO], DecodingOptions(beam_size=3), nbest=3):
         obj = json.loads(json.dumps(result.to_json(), ensure_ascii=False))
-        assert set(obj) == {"source", "sentences", "source_pieces", "hypotheses", "unseen_words", "warnings"}
+        assert set(obj) == {"source", "text", "sentences", "source_pieces", "hypotheses", "unseen_words", "warnings"}
+        assert obj["text"] == (obj["hypotheses"][0]["text"] if obj["hypotheses"] else "")
         for hyp in obj["hypotheses"]:
             assert set(hyp) == HYPOTHESIS_KEYS
             assert isinstance(hyp["score"], float) and math.isfinite(hyp["score"])
@@ -136,7 +138,7 @@ def test_script_text_mode_nbest_and_scores(script, run, translator, monkeypatch,
     assert script.main([str(run), "--nbest", "2", "--beam", "3", "--scores"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 6 and out[2:4] == ["", ""]  # two lines per input line, blank ones too
-    found = translator.translate([SRC[0], SRC[1]], DecodingOptions(beam_size=3), nbest=2)
+    found = translator.translate_nbest([SRC[0], SRC[1]], DecodingOptions(beam_size=3), nbest=2)
     assert out[0] == f"{found[0][0].score:.4f}\t{found[0][0].text}"
     assert out[5] == f"{found[1][1].score:.4f}\t{found[1][1].text}"
     pipe_stdin(monkeypatch, f"{SRC[0]}\n".encode())

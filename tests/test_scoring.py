@@ -7,10 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.core.config import RNNConfig, TransformerConfig
+from minitrans.core.config import DecodingOptions, RNNConfig, TransformerConfig
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import EOS_ID, PAD_ID
-from minitrans.inference.decoding import beam_search_nbest, greedy_search
+from minitrans.inference.decoding import search
 from minitrans.inference.scoring import force_decode, hard_alignment
 from minitrans.models.interface import Seq2SeqModel
 from minitrans.models.rnn import AttentionRNN, FixedContextRNN
@@ -60,7 +60,7 @@ def src() -> torch.Tensor:
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 def test_forced_score_of_the_greedy_output_is_the_score_greedy_reported(trained, src, alpha):
-    found = greedy_search(trained, src, alpha)
+    found = [hyps[0] for hyps in search(trained, src, DecodingOptions(length_penalty=alpha))]
     forced = force_decode(trained, src, [h.ids for h in found], alpha, [h.is_finished for h in found])
     for hyp, scored in zip(found, forced):
         assert scored.score == pytest.approx(hyp.score, abs=1e-5)
@@ -70,7 +70,7 @@ def test_forced_score_of_the_greedy_output_is_the_score_greedy_reported(trained,
 
 
 def test_forced_scores_of_every_nbest_hypothesis_are_the_scores_the_beam_reported(trained, src):
-    found = beam_search_nbest(trained, src, beam_size=4, length_penalty=0.6, nbest=3)
+    found = search(trained, src, DecodingOptions(beam_size=4, length_penalty=0.6), nbest=3)
     rows = [row for row, hyps in enumerate(found) for _ in hyps]
     hyps = [hyp for sentence in found for hyp in sentence]
     forced = force_decode(trained, src[rows], [h.ids for h in hyps], 0.6, [h.is_finished for h in hyps])
@@ -78,7 +78,7 @@ def test_forced_scores_of_every_nbest_hypothesis_are_the_scores_the_beam_reporte
 
 
 def test_alignments_name_a_real_source_piece_for_every_target_piece(trained, src):
-    found = greedy_search(trained, src)
+    found = [hyps[0] for hyps in search(trained, src)]
     forced = force_decode(trained, src, [h.ids for h in found])
     for row, (hyp, scored) in enumerate(zip(found, forced)):
         if isinstance(trained, FixedContextRNN):
@@ -90,7 +90,7 @@ def test_alignments_name_a_real_source_piece_for_every_target_piece(trained, src
 
 
 def test_a_less_likely_translation_scores_lower_and_scores_are_per_piece(trained, src):
-    found = greedy_search(trained, src[:1], length_penalty=0.0)[0]
+    ((found,),) = search(trained, src[:1], DecodingOptions(length_penalty=0.0))
     other = [4 if token != 4 else 5 for token in found.ids] or [4]
     best, worse = force_decode(trained, src[:1].repeat(2, 1), [found.ids, other], 0.0, [True, True])
     assert worse.log_prob < best.log_prob or not found.is_finished

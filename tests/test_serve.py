@@ -27,6 +27,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 from test_translate import SRC, build_checkpoint  # noqa: E402
 
 from minitrans.core.config import DecodingOptions  # noqa: E402
+from minitrans.inference.coverage import TrainingRecord  # noqa: E402
+from minitrans.inference.lines import translate_lines  # noqa: E402
 from minitrans.inference.translator import Translator  # noqa: E402
 from minitrans.serve.app import Limits, ServedModel, create_app  # noqa: E402
 
@@ -81,29 +83,28 @@ def test_translations_are_the_translators_for_every_model_in_order(client, runs)
             expected = Translator.from_checkpoint(runs[kind], "cpu").translate(
                 sentences, DecodingOptions(beam_size=beam)
             )
-            got = [t["translation"] for t in answer["translations"]]
+            got = [t["text"] for t in answer["translations"]]
             assert got == expected and got[1] == "" and all(got[::2])
             assert [t["source"] for t in answer["translations"]] == sentences
             assert all(t["attention"] is None for t in answer["translations"])  # not asked for
             assert [len(t["hypotheses"]) for t in answer["translations"]] == [1, 0, 1]  # a blank has none
-            assert answer["translations"][1]["score"] is None
+            assert [t["source_pieces"] == [] for t in answer["translations"]] == [False, True, False]
 
 
 def test_nbest_lists_the_translators_best_hypotheses_with_their_scores(client, runs):
     sentences = [SRC[0], "", SRC[2]]
     body = post(client, sentences=sentences, beam=4, nbest=3, length_penalty=1.0, models=["transformer"]).json()
-    expected = Translator.from_checkpoint(runs["transformer"], "cpu").translate(
+    expected = Translator.from_checkpoint(runs["transformer"], "cpu").translate_nbest(
         sentences, DecodingOptions(beam_size=4, length_penalty=1.0), nbest=3
     )
     for result, translations in zip(body["models"][0]["translations"], expected):
         hyps = result["hypotheses"]
-        assert [h["translation"] for h in hyps] == [t.text for t in translations]
+        assert [h["text"] for h in hyps] == [t.text for t in translations]
         assert [h["score"] for h in hyps] == pytest.approx([t.score for t in translations])
         assert [h["log_prob"] for h in hyps] == pytest.approx([t.log_prob for t in translations])
         assert [h["score"] for h in hyps] == sorted((h["score"] for h in hyps), reverse=True)  # best first
         if hyps:
-            assert len(hyps) == 3 and result["translation"] == hyps[0]["translation"]
-            assert result["score"] == hyps[0]["score"] < 0
+            assert len(hyps) == 3 and result["text"] == hyps[0]["text"] and hyps[0]["score"] < 0
 
 
 def test_one_model_can_be_picked_by_name(client):
@@ -121,7 +122,9 @@ def test_info_describes_each_models_attention(client):
         "cross": {"layers": 2, "heads": 2},
     }
     assert info["models"][1]["attention"] == {}  # one context vector C: nothing to draw
-    assert info["limits"] == {"max_sentences": 4, "max_chars": 200, "max_beam": 5}
+    assert info["limits"] == {
+        "max_sentences": 4, "max_chars": 200, "max_beam": 5, "max_attention_cells": Limits.max_attention_cells
+    }  # fmt: skip
 
 
 # -- attention ------------------------------------------------------------------------------
@@ -173,7 +176,7 @@ def test_a_sentence_cut_to_the_models_length_comes_with_a_warning(client):
     long = " ".join([SRC[0]] * 12)
     body = post(client, sentences=[long[:200]], models=["transformer"], attention=True).json()
     warnings = body["models"][0]["warnings"]
-    assert len(warnings) == 1 and "sentence 1 has" in warnings[0]
+    assert [w for w in warnings if "max_len=32" in w] == [warnings[0]] and warnings[0].startswith("sentence 1: ")
     attention = body["models"][0]["translations"][0]["attention"]
     assert len(attention["src_tokens"]) == 32  # the model's max_len
 
@@ -240,7 +243,7 @@ def test_concurrent_requests_are_served_one_at_a_time_and_correctly(models, monk
             replies = list(pool.map(lambda s: (s, post(client, sentences=[s]).json()), SRC[:3] * 4))
     assert most[0] == 1  # 12 requests from 6 threads, never two searches at once
     for sentence, reply in replies:
-        assert reply["models"][0]["translations"][0]["translation"] == expected[sentence]
+        assert reply["models"][0]["translations"][0]["text"] == expected[sentence]
 
 
 def test_the_page_is_served_and_calls_the_api(client):
@@ -317,3 +320,127 @@ def test_script_serves_two_runs_on_localhost_until_ctrl_c(runs):
     finally:
         process.kill()
         process.wait()
+
+
+# -- one schema, the words a model has not seen, the language direction -------------------------
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> ServedModel:
+    """A German -> English model whose checkpoint records the words it was trained on."""
+    folder = tmp_path_factory.mktemp("recorded")
+    record = TrainingRecord.from_sentences(SRC, "de", "en", "multi30k")
+    build_checkpoint(folder / "checkpoints" / "best.pt", max_len=32, extra={"training_data": record.to_state()})
+    return ServedModel.load(folder, "cpu")
+
+
+def test_each_translation_is_the_python_apis_line_result_in_the_jsonl_schema(recorded):
+    sentences = [SRC[0], "", "ein zebra liest ."]
+    with TestClient(create_app([recorded])) as client:
+        answer = post(client, sentences=sentences, beam=3, nbest=2).json()["models"][0]
+    expected = translate_lines(recorded.translator, sentences, DecodingOptions(beam_size=3), nbest=2, split=False)
+    for got, line in zip(answer["translations"], expected):
+        assert got.pop("attention") is None
+        want = json.loads(json.dumps(line.to_json()))  # as translate.py --format jsonl writes it
+        for hyp in want["hypotheses"]:
+            hyp["alignment"] = None  # attention not asked for: no alignment pass
+        assert got.keys() == want.keys() and "text" in got and "translation" not in got
+        for hyp in got["hypotheses"]:
+            assert hyp.keys() == {"text", "pieces", "score", "log_prob", "alignment", "is_finished"}
+        assert got == want
+
+
+def test_the_api_names_words_the_model_has_not_seen_as_translate_py_does(recorded):
+    with TestClient(create_app([recorded])) as client:
+        answer = post(client, sentences=[SRC[0], "ein zebra liest ein buch ."]).json()["models"][0]
+    assert answer["translations"][0]["warnings"] == [] and answer["translations"][0]["unseen_words"] == []
+    assert answer["translations"][1]["unseen_words"] == ["zebra"]
+    assert answer["warnings"] == ["sentence 2: words never seen in training: zebra"]
+
+
+def test_info_and_the_page_say_the_language_direction(recorded, client):
+    with TestClient(create_app([recorded])) as own:
+        (model,) = own.get("/info").json()["models"]
+        page = own.get("/").text
+    assert model["languages"] == {"source": "de", "target": "en", "direction": "German → English"}
+    assert 'id="direction"' in page and "languages.direction" in page
+
+
+def test_a_body_that_is_not_json_gets_a_message_that_says_so(client):
+    headers = {"content-type": "application/json"}
+    for body in (b"sentences=hello", b'{"sentences": [', b"\xff\xfe"):
+        response = client.post("/translate", content=body, headers=headers)
+        assert_one_line_error(response, 422, "not valid JSON", '{"sentences": ["a sentence"]}')
+        assert not response.json()["error"].startswith("0:")
+
+
+# -- round three: work and answers bounded, bad text refused ------------------------------------
+def test_a_model_named_many_times_is_translated_once(models, monkeypatch):
+    translator, calls = models["transformer"].translator, []
+    original = translator.search_encoded
+    monkeypatch.setattr(translator, "search_encoded", lambda *a, **k: calls.append(1) or original(*a, **k))
+    with TestClient(create_app([models["transformer"], models["rnn"]])) as client:
+        body = post(client, sentences=[SRC[0]], models=["transformer"] * 20 + ["rnn", "transformer"]).json()
+    assert [m["name"] for m in body["models"]] == ["transformer", "rnn"] and len(calls) == 1
+
+
+def test_attention_over_the_per_request_cap_is_a_413_that_names_it(models):
+    limits = Limits(max_attention_cells=2_000)
+    with TestClient(create_app([models["transformer"]], limits)) as client:
+        response = post(client, sentences=[SRC[0], SRC[1]], attention=True)
+        assert_one_line_error(response, 413, "attention maps would hold", "at most 2,000", "--max-attention-cells")
+        assert post(client, sentences=[SRC[0], SRC[1]]).status_code == 200  # without maps: no cap
+        small = post(client, sentences=["mann"], attention=True).json()["models"][0]["translations"][0]
+    model = models["transformer"]
+    maps = small["attention"]["maps"].values()
+    counted = sum(len(head) * len(head[0]) for layers in maps for layer in layers for head in layer)
+    cells = model.attention_cells(translate_lines(model.translator, ["mann"], split=False)[0])
+    assert counted == cells <= 2_000  # the cap counts exactly the weights sent
+
+
+def test_a_lone_surrogate_is_a_422_not_a_500(client):
+    body = b'{"sentences": ["dog \\ud800 cat"]}'
+    response = client.post("/translate", content=body, headers={"content-type": "application/json"})
+    assert_one_line_error(response, 422, "sentence 1 is not valid Unicode", "character 5")
+
+
+def test_a_partial_body_is_answered_408_and_its_connection_closed_by_a_real_server(models):
+    """uvicorn on 127.0.0.1, port 0; clients that stop sending half-way do not hold connections."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    app = create_app([models["rnn"]], Limits(body_timeout=0.5))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started
+        port = sock.getsockname()[1]
+        clients = []
+        for _ in range(5):
+            client = socket.create_connection(("127.0.0.1", port), timeout=10)
+            client.sendall(
+                b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100\r\n\r\n{"sentences": ['
+            )
+            clients.append(client)
+        started = time.monotonic()
+        for client in clients:
+            reply = b""
+            while chunk := client.recv(4096):  # the server closes the connection after its answer
+                reply += chunk
+            client.close()
+            assert reply.startswith(b"HTTP/1.1 408") and b"not received within 0.5 s" in reply
+        assert time.monotonic() - started < 8
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/translate", json.dumps({"sentences": [SRC[0]]}).encode(),
+            {"content-type": "application/json"},
+        )  # fmt: skip
+        reply = json.load(urllib.request.urlopen(request, timeout=30))  # a whole body is still served
+        assert reply["models"][0]["translations"][0]["source"] == SRC[0]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

@@ -7,11 +7,13 @@ Skipped, with the reason, where Chromium, its driver or Selenium is missing."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
 import threading
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -87,7 +89,7 @@ def api_translations(url: str, sentence: str) -> list[str]:
         url + "/translate", json.dumps({"sentences": [sentence]}).encode(), {"content-type": "application/json"}
     )
     reply = json.load(urllib.request.urlopen(request, timeout=30))
-    return [model["translations"][0]["translation"] for model in reply["models"]]
+    return [model["translations"][0]["text"] for model in reply["models"]]
 
 
 def test_the_page_translates_a_sentence_and_draws_its_attention(server, browser):
@@ -135,3 +137,31 @@ def test_the_page_shows_a_bad_request_as_one_line(server, browser):
     status = browser.find_element(By.ID, "status")
     wait.until(lambda b: "error" in status.get_attribute("class"))
     assert status.text == "error: sentence 1 has 1001 characters; at most 1000 (--max-chars)"
+
+
+def test_the_page_says_the_language_direction_and_hints_to_scroll_a_wide_grid(server, browser):
+    browser.get(server + "/")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda b: "transformer" in b.find_element(By.ID, "models").text)
+    assert browser.find_element(By.ID, "direction").text == "German → English"
+    long = " ".join([SRC[0], SRC[1], SRC[2]] * 3)  # 36 words: more source pieces than the width holds
+    browser.find_element(By.ID, "sentences").send_keys(long)
+    browser.find_element(By.ID, "go").click()
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "svg.heatmap"))
+    transformer = browser.find_elements(By.CSS_SELECTOR, "section.model")[0]
+    hint = transformer.find_element(By.CLASS_NAME, "scroll-hint")
+    wait.until(lambda b: hint.is_displayed())
+    assert re.fullmatch(r"wider than the page: scroll sideways to see all \d+ columns →", hint.text)
+    maps = transformer.find_element(By.CLASS_NAME, "maps")
+    assert browser.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", maps)
+    assert "warning: transformer: sentence 1:" in browser.find_element(By.ID, "results").text  # cut to max_len
+    if os.environ.get("MINITRANS_SCREENSHOTS"):  # a folder to look at the page in
+        browser.save_screenshot(str(Path(os.environ["MINITRANS_SCREENSHOTS"]) / "wide-grid.png"))
+
+    browser.find_element(By.ID, "sentences").clear()
+    browser.find_element(By.ID, "sentences").send_keys(SRC[0])
+    browser.find_element(By.ID, "go").click()
+    wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "article.sentence h2").text == SRC[0])
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "svg.heatmap"))  # drawn, and the hint decided
+    hint = browser.find_elements(By.CSS_SELECTOR, "section.model")[0].find_element(By.CLASS_NAME, "scroll-hint")
+    assert not hint.is_displayed()  # a short sentence fits: no hint

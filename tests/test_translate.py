@@ -171,7 +171,7 @@ def test_blank_sentences_give_empty_lines_and_keep_alignment(copier, beam):
 def test_nbest_gives_typed_ranked_translations_whose_best_is_the_plain_translation(translator):
     sentences = [SRC[0], "", SRC[1]]
     plain = translator.translate(sentences, DecodingOptions(beam_size=3))
-    found = translator.translate(sentences, DecodingOptions(beam_size=3), nbest=2)
+    found = translator.translate_nbest(sentences, DecodingOptions(beam_size=3), nbest=2)
     assert [len(hyps) for hyps in found] == [2, 0, 2]
     src_pieces = [len(ids) - 1 for ids in translator.encode(sentences)]  # without EOS
     for hyps, text, pieces in zip(found, plain, src_pieces):
@@ -184,11 +184,11 @@ def test_nbest_gives_typed_ranked_translations_whose_best_is_the_plain_translati
             assert len(hyp.alignment) == len(hyp.pieces)
             assert all(0 <= index < pieces for index in hyp.alignment)
     with pytest.raises(ValueError, match="nbest"):
-        translator.translate(sentences, DecodingOptions(beam_size=2), nbest=3)
+        translator.translate_nbest(sentences, DecodingOptions(beam_size=2), nbest=3)
 
 
 def test_forced_scoring_of_its_own_translation_gives_the_score_the_search_reported(translator):
-    found = translator.translate(SRC[:3], DecodingOptions(beam_size=1), nbest=1)
+    found = translator.translate_nbest(SRC[:3], DecodingOptions(beam_size=1), nbest=1)
     ids = [translator.tokenizer.tgt.piece_to_id(hyps[0].pieces) for hyps in found]
     ends = [hyps[0].is_finished for hyps in found]  # an untrained model may run to the length limit
     src = translator.encode(SRC[:3])
@@ -294,7 +294,7 @@ def pipe_stdin(monkeypatch, data: bytes) -> None:
 def copying_script(script, copier, monkeypatch):
     """The script with the copy model behind every checkpoint it loads."""
     copier.model.steps = copier.model.decodes = 0
-    monkeypatch.setattr(script.Translator, "from_checkpoint", classmethod(lambda cls, path, device: copier))
+    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(lambda cls, path, device: copier))
     return script
 
 
@@ -340,6 +340,10 @@ def test_script_files_and_attention_pictures(script, run, translator, tmp_path, 
         ),
         (lambda run, tmp: [str(run), "-i", str(tmp / "missing.txt")], "error: cannot read .*missing.txt"),
         (lambda run, tmp: [str(run), "x", "-o", str(tmp / "no" / "out.txt")], "error: cannot write"),
+        (
+            lambda run, tmp: [str(run), "x", "-o", str(tmp)],
+            r"error: cannot write \S+: it is a folder; give a file name",
+        ),
     ],
 )
 def test_script_reports_one_error_line(script, run, tmp_path, capsys, make_args, message):
@@ -465,3 +469,81 @@ def test_output_on_a_full_disk_leaves_the_old_file_whole(copying_script, run, tm
     assert "No space left on device" in capsys.readouterr().err
     assert out.read_text(encoding="utf-8") == "the previous translations\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]  # no temporary file left
+
+
+# -- many lines, long references, quick help ------------------------------------------------------
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as tqdm asks before drawing a bar."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_many_input_lines_get_one_progress_bar_and_one_summary_of_unseen_words(
+    script, copier, run, tmp_path, monkeypatch, capsys
+):
+    from minitrans.inference.coverage import TrainingRecord
+
+    record = TrainingRecord.from_sentences(SRC, "de", "en", "multi30k")
+    recorded = Translator(copier.model, copier.tokenizer, 32, torch.device("cpu"), record=record)
+    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(lambda cls, path, device: recorded))
+    lines = [f"who {SRC[i % 3]}" for i in range(200)] + ["zebra und who ."] * 3 + SRC[:2]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    stderr = Terminal()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert script.main([str(run), "-i", str(tmp_path / "in.txt")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(lines)
+    err = stderr.getvalue()
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: 203 of 205 lines hold words never seen in training (word, lines): who (203), zebra (3), und (3)"
+    ]
+    bars = err.split("\r")
+    assert any("translate: 100%" in bar and "205/205" in bar for bar in bars)  # one bar, counting lines
+    assert all(bar.startswith("translate:") for bar in bars if bar.strip() and not bar.startswith("warning"))
+
+
+def test_a_few_lines_still_get_their_warnings_line_by_line(script, copier, run, monkeypatch, capsys):
+    from minitrans.inference.coverage import TrainingRecord
+
+    record = TrainingRecord.from_sentences(SRC, "de", "en", "multi30k")
+    recorded = Translator(copier.model, copier.tokenizer, 32, torch.device("cpu"), record=record)
+    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(lambda cls, path, device: recorded))
+    assert script.main([str(run), SRC[0], "who fährt fahrrad ."]) == 0
+    assert capsys.readouterr().err.splitlines() == ["warning: line 2: words never seen in training: who"]
+
+
+def test_a_reference_longer_than_the_model_is_scored_with_a_warning(script, run, tmp_path, capsys):
+    reference = " ".join(["a man rides a bike ."] * 75)  # 450 words, far more pieces than max_len=32
+    (tmp_path / "ref.txt").write_text(reference + "\n", encoding="utf-8")
+    assert script.main([str(run), SRC[0], "--score-reference", str(tmp_path / "ref.txt"), "--format", "jsonl"]) == 0
+    captured = capsys.readouterr()
+    (scored,) = [json.loads(line) for line in captured.out.splitlines()]
+    assert len(scored["pieces"]) == 32  # the first 31 pieces and EOS: all the model's positions hold
+    assert any("the translation has" in w and "scoring its first 31" in w for w in scored["warnings"])
+    assert "warning: line 1: the translation has" in captured.err
+
+
+def test_forced_scoring_of_a_long_target_warns_in_the_python_api_too(translator):
+    with pytest.warns(UserWarning, match="target 1 has .* subwords"):
+        (scored,) = translator.score([SRC[0]], [" ".join(TGT * 20)])
+    assert len(scored.token_log_probs) == translator.max_len  # 31 pieces and EOS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["translate", "evaluate"])
+def test_help_takes_under_a_cpu_second_and_imports_no_torch(name):
+    code = (
+        "import resource, runpy, sys\n"
+        f"sys.argv = ['{name}.py', '--help']\n"
+        "try:\n"
+        f"    runpy.run_path(r'{ROOT / 'scripts' / (name + '.py')}', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "print('torch' in sys.modules, usage.ru_utime + usage.ru_stime, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    loaded, seconds = done.stderr.split()
+    assert "--max-output-ratio" in done.stdout and "(default 1.5)" in done.stdout
+    assert loaded == "False" and float(seconds) < 1.0, done.stderr

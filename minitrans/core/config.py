@@ -308,7 +308,7 @@ def add_decoding_flags(parser) -> None:
         "--max-output-ratio",
         type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
         default=DecodingOptions.max_output_ratio,
-        help="output tokens <= ratio * source + 10",
+        help=f"output tokens <= ratio * source + 10 (default {DecodingOptions.max_output_ratio})",
     )
 
 

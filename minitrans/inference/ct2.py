@@ -1,8 +1,9 @@
 """Translate with a CTranslate2 export (``scripts/export.py RUN --to ctranslate2 DIR``).
 
-:class:`Ct2Translator` offers the :class:`~minitrans.inference.translator.Translator` surface (``translate``,
-``translate_encoded``, ``encode``, ``decode``, ``config``) and the same input policies, with the
-search done by CTranslate2's C++ engine. :func:`load_translator` picks the engine by what a path
+:class:`Ct2Translator` is the second engine of the translator protocol
+(:mod:`minitrans.inference.base`: ``translate``, ``translate_nbest``, ``translate_encoded``,
+``encode``, ``decode``, ``config``) with the same input policies, the search done by
+CTranslate2's C++ engine; forced scoring and attention maps need the PyTorch checkpoint. :func:`load_translator` picks the engine by what a path
 holds: an exported folder (it has ``minitrans.json``) or a checkpoint / run folder.
 
 The search is made to be ours, so that both engines give the same output:
@@ -24,19 +25,19 @@ The search is made to be ours, so that both engines give the same output:
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
 from minitrans.core.checkpoint import CheckpointError
-from minitrans.core.config import DecodingOptions
+from minitrans.core.config import DecodingOptions, first_line
 from minitrans.data.tokenizer import Tokenizer
+from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import Hypothesis, length_limits, length_normalizer
 from minitrans.inference.scoring import hard_alignment
-from minitrans.inference.translator import GREEDY, Translation, Translator
+from minitrans.inference.translator import Translator
 
 METADATA = "minitrans.json"  # marks an exported folder
 INSTALL_HINT = "pip install 'minitrans[export]' (or: pip install ctranslate2)"
@@ -68,7 +69,11 @@ def load_translator(path: str | Path, device: str | torch.device = "auto", **eng
     return Translator.from_checkpoint(path, device)
 
 
-class Ct2Translator(Translator):
+def _reason(error: Exception) -> str:
+    return first_line(error) if str(error).strip() else type(error).__name__
+
+
+class Ct2Translator(BaseTranslator):
     """Text in, text out through a ``ctranslate2.Translator``; no PyTorch model, no attention maps."""
 
     def __init__(
@@ -83,7 +88,7 @@ class Ct2Translator(Translator):
         metadata = metadata or {}
         state = metadata.get("training_data")  # the training corpus' record, as the checkpoint had it
         record = TrainingRecord.from_state(state) if state else None
-        super().__init__(None, tokenizer, max_len, torch.device("cpu"), config, record, path)
+        super().__init__(tokenizer, max_len, config, record, path)
         self.engine, self.metadata = engine, metadata
         self._suppress = [[tokenizer.tgt.id_to_piece(i)] for i in (tokenizer.pad_id, tokenizer.bos_id)]
 
@@ -103,47 +108,32 @@ class Ct2Translator(Translator):
             tokenizer = Tokenizer.load(path)
             max_len = int(metadata["max_len"])
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
-            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            raise Ct2Error(f"{path} is not a usable export ({type(error).__name__}: {reason})") from None
+            raise Ct2Error(f"{path} is not a usable export ({type(error).__name__}: {_reason(error)})") from None
         try:
             engine = ctranslate2.Translator(str(path), device=device, compute_type=compute_type, intra_threads=threads)
         except (RuntimeError, ValueError) as error:
-            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            raise Ct2Error(f"{path}: CTranslate2 cannot load it ({reason})") from None
+            raise Ct2Error(f"{path}: CTranslate2 cannot load it ({_reason(error)})") from None
         return cls(engine, tokenizer, max_len, metadata.get("config"), metadata, path)
 
     def search_encoded(
         self, src_ids: Sequence[Sequence[int]], options: DecodingOptions = GREEDY, nbest: int = 1
     ) -> list[list[Hypothesis]]:
-        """As :meth:`Translator.search_encoded`: the ``nbest`` best hypotheses of each source,
+        """As :meth:`BaseTranslator.search_encoded`: the ``nbest`` best hypotheses of each source,
         best first, scored as ours (log-probability with EOS, over GNMT's length penalty).
         ``options.use_cache`` is ignored: the engine always caches."""
         beam = options.beam_size
         if not 1 <= nbest <= beam:
             raise ValueError(f"nbest must be between 1 and the beam size {beam}, got {nbest}")
-        cap = self.max_len - 1
-        if options.max_output_len is not None:
-            cap = max(1, min(options.max_output_len, cap))
-        eos = self.tokenizer.eos_id
-        fitted = {i: self.fit_source(ids, i + 1) for i, ids in enumerate(src_ids) if list(ids) not in ([], [eos])}
+        fitted = self.fit_sources(src_ids)
         order = sorted(fitted, key=lambda i: len(fitted[i]))
         lengths = torch.tensor([len(fitted[i]) for i in order], dtype=torch.long)
-        limits = dict(zip(order, length_limits(lengths, options.max_output_ratio, cap).tolist()))
+        limits = dict(zip(order, length_limits(lengths, options.max_output_ratio, self.output_cap(options)).tolist()))
         outputs: list[list[Hypothesis]] = [[] for _ in src_ids]
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while (
-                end < len(order)
-                and beam * (end - start + 1) * len(fitted[order[end]]) <= options.batch_hyp_tokens
-                and limits[order[end]] == limits[order[start]]  # one max_decoding_length per batch
-            ):
-                end += 1
-            rows = order[start:end]
+        # one max_decoding_length per call: a batch holds sentences of one output limit
+        for rows in length_batches(fitted, beam, options.batch_hyp_tokens, group=limits.__getitem__):
             found = self._search([fitted[i] for i in rows], limits[rows[0]], beam, nbest, options.length_penalty)
             for row, hyps in zip(rows, found):
                 outputs[row] = hyps
-            start = end
         return outputs
 
     def _search(self, sources, limit: int, beam: int, nbest: int, length_penalty: float) -> list[list[Hypothesis]]:
@@ -181,30 +171,12 @@ class Ct2Translator(Translator):
     def _pieces(self, sources: Sequence[Sequence[int]]) -> list[list[str]]:
         return [[self.tokenizer.src.id_to_piece(int(i)) for i in ids] for ids in sources]
 
-    def describe(
-        self,
-        src_ids: Sequence[Sequence[int]],
-        found: Sequence[Sequence[Hypothesis]],
-        length_penalty: float = DecodingOptions.length_penalty,
-        align: bool = True,
-    ) -> list[list[Translation]]:
-        """As :meth:`Translator.describe`; the alignment comes from the engine's last decoder
-        layer, averaged over heads, with the hypothesis forced as a target prefix."""
-        pairs = [(i, hyp) for i, hyps in enumerate(found) for hyp in hyps]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the search has already warned about a cut sentence
-            sources = [self.fit_source(src_ids[i]) for i, _ in pairs]
-        out: list[list[Translation]] = [[] for _ in found]
-        targets = [hyp.ids for _, hyp in pairs]
-        alignments = self._alignments(sources, targets) if align else [None] * len(pairs)
-        for (i, hyp), alignment in zip(pairs, alignments):
-            text, pieces = self.decode(hyp.ids), self.tokenizer.tgt_pieces(hyp.ids)
-            out[i].append(Translation(text, pieces, hyp.score, hyp.log_prob, alignment, hyp.is_finished))
-        return out
-
-    def _alignments(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[int]]:
+    def align(self, sources: Sequence[Sequence[int]], hypotheses: Sequence[Hypothesis]) -> list[list[int] | None]:
+        """The engine's last decoder layer's attention, averaged over heads, with each hypothesis
+        forced as a target prefix."""
         if not sources:
             return []
+        targets = [hyp.ids for hyp in hypotheses]
         results = self.engine.translate_batch(
             self._pieces(sources),
             target_prefix=[self.tokenizer.tgt_pieces(ids) for ids in targets],
@@ -219,12 +191,6 @@ class Ct2Translator(Translator):
             cross = torch.tensor(result.attention[0][: len(target)]).reshape(1, 1, len(target), len(source))
             alignments.append(hard_alignment(cross, torch.tensor([source]))[0].tolist())
         return alignments
-
-    def score_encoded(self, *args, **kwargs):
-        raise Ct2Error("forced scoring needs the PyTorch checkpoint, not a CTranslate2 export")
-
-    def attention_maps(self, src_ids, tgt_ids):
-        raise Ct2Error("attention maps need the PyTorch checkpoint, not a CTranslate2 export")
 
 
 __all__ = ["METADATA", "Ct2Error", "Ct2Translator", "import_ctranslate2", "is_exported", "load_translator"]

@@ -9,18 +9,20 @@ computed once per sentence; an RNN's hidden state). With ``use_cache=False`` eac
 the whole prefix through ``decode``: slower, and it must give the same output, which the tests
 check for every model family.
 
-Both return :class:`Hypothesis` records through :func:`search`: the output ids with their
-log-probability and the score the search ranks by (the log-probability over GNMT's length
-penalty); beam search returns the ``nbest`` best finished hypotheses of each sentence. The
-plain functions (``greedy_decode``, ``beam_search``, ``translate_ids``) return the best ids.
+One entry point, :func:`search`, takes the :class:`~minitrans.core.config.DecodingOptions`
+(beam size, length penalty, output limits, cache) and returns :class:`Hypothesis` records: the
+output ids with their log-probability and the score the search ranks by (the log-probability
+over GNMT's length penalty), the ``nbest`` best of each sentence (greedy when the beam is 1).
+:func:`best_ids` keeps the best ids of each sentence.
 
 Output length: a sentence may produce at most ``max_output_ratio · source length + 10`` tokens,
-and never more than ``max_output_len``; a hypothesis still open at that limit ends there as it
-is (without EOS). PAD and BOS are never generated.
+and never more than ``max_output_len`` (default :data:`MAX_OUTPUT_LEN`); a hypothesis still
+open at that limit ends there as it is (without EOS). PAD and BOS are never generated.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -31,6 +33,8 @@ from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from minitrans.models.interface import Seq2SeqModel, State, select_batch
 
 NEG_INF = float("-inf")
+GREEDY = DecodingOptions()  # the default options: greedy search
+MAX_OUTPUT_LEN = 255  # the output cap when the options give none (the Translator passes the model's)
 
 
 @dataclass(frozen=True)
@@ -105,20 +109,11 @@ def _strip(ids: list[int]) -> list[int]:
     return ids
 
 
-@torch.no_grad()
-def greedy_search(
-    model: Seq2SeqModel,
-    src: Tensor,
-    length_penalty: float = DecodingOptions.length_penalty,
-    max_output_ratio: float = DecodingOptions.max_output_ratio,
-    max_output_len: int = 255,
-    use_cache: bool = True,
-) -> list[Hypothesis]:
-    """src (B, S) -> the greedy hypothesis of each sentence, scored (``length_penalty`` only scales the
-    reported score, as beam search would rank it; it cannot change a greedy choice)."""
+def _greedy_search(model: Seq2SeqModel, src: Tensor, limits: Tensor, options: DecodingOptions) -> list[Hypothesis]:
+    """src (B, S) -> the greedy hypothesis of each sentence, scored (the length penalty only
+    scales the reported score, as beam search would rank it; it cannot change a greedy choice)."""
     enc, _ = model.encode(src)
-    limits = output_limits(src, max_output_ratio, max_output_len)  # (B,)
-    stepper = _Stepper(model, enc, src, use_cache)
+    stepper = _Stepper(model, enc, src, options.use_cache)
     outputs = src.new_full((src.shape[0], int(limits.max())), PAD_ID)  # (B, L)
     log_probs = torch.zeros(src.shape[0], device=src.device)  # (B,)
     alive = torch.arange(src.shape[0], device=src.device)  # (n,) the sentence of each decoder row
@@ -136,7 +131,8 @@ def greedy_search(
             alive, tokens = alive[keep], tokens[keep]
             stepper.reorder(keep, shrink=True)
     return [
-        _hypothesis(row, float(log_prob), length_penalty) for row, log_prob in zip(outputs.tolist(), log_probs.tolist())
+        _hypothesis(row, float(log_prob), options.length_penalty)
+        for row, log_prob in zip(outputs.tolist(), log_probs.tolist())
     ]
 
 
@@ -149,17 +145,6 @@ def _hypothesis(row: list[int], log_prob: float, length_penalty: float) -> Hypot
     )
 
 
-def greedy_decode(
-    model: Seq2SeqModel,
-    src: Tensor,
-    max_output_ratio: float = DecodingOptions.max_output_ratio,
-    max_output_len: int = 255,
-    use_cache: bool = True,
-) -> list[list[int]]:
-    """src (B, S) -> one list of target ids per sentence (no BOS, no EOS)."""
-    return [hyp.ids for hyp in greedy_search(model, src, 0.0, max_output_ratio, max_output_len, use_cache)]
-
-
 def length_normalizer(length, length_penalty: float):
     """GNMT's length normalisation, ((5 + length) / 6) ** length_penalty (GNMT's alpha); 0 means
     raw log-probabilities.
@@ -167,19 +152,11 @@ def length_normalizer(length, length_penalty: float):
     return ((5.0 + length) / 6.0) ** length_penalty
 
 
-@torch.no_grad()
-def beam_search_nbest(
-    model: Seq2SeqModel,
-    src: Tensor,
-    beam_size: int = 5,
-    length_penalty: float = DecodingOptions.length_penalty,
-    max_output_ratio: float = DecodingOptions.max_output_ratio,
-    max_output_len: int = 255,
-    use_cache: bool = True,
-    nbest: int = 1,
+def _beam_search(
+    model: Seq2SeqModel, src: Tensor, limits: Tensor, options: DecodingOptions, nbest: int
 ) -> list[list[Hypothesis]]:
     """Batched beam search: src (B, S) -> the ``nbest`` best finished hypotheses of each
-    sentence, best first (``nbest`` <= ``beam_size``).
+    sentence, best first (``nbest`` <= the beam size K).
 
     Each step takes the 2K best extensions of a sentence's K open beams. An EOS among the top
     K of them ends a hypothesis (so beam size 1 is exactly greedy search); at the length limit
@@ -191,12 +168,9 @@ def beam_search_nbest(
     score, normalised at its most favourable length, bounds whatever it can still become.
     All bookkeeping is tensor operations over the whole batch.
     """
-    if not 1 <= nbest <= beam_size:
-        raise ValueError(f"nbest must be between 1 and the beam size {beam_size}, got {nbest}")
-    device, batch, k = src.device, src.shape[0], beam_size
+    device, batch, k, length_penalty = src.device, src.shape[0], options.beam_size, options.length_penalty
     enc, _ = model.encode(src)
-    limits = output_limits(src, max_output_ratio, max_output_len)  # (B,)
-    stepper = _Stepper(model, enc, src, use_cache, beam=k)
+    stepper = _Stepper(model, enc, src, options.use_cache, beam=k)
     # The nbest best finished hypotheses of every sentence: length-normalised score, log-prob, ids.
     final_score = torch.full((batch, nbest), NEG_INF, device=device)  # (B, nbest)
     final_log_prob = torch.full((batch, nbest), NEG_INF, device=device)  # (B, nbest)
@@ -290,21 +264,6 @@ def _keep_best_finished(
     final_ids[sentences] = ids.gather(1, order[:, :, None].expand(-1, -1, ids.shape[2]))
 
 
-def beam_search(
-    model: Seq2SeqModel,
-    src: Tensor,
-    beam_size: int = 5,
-    length_penalty: float = DecodingOptions.length_penalty,
-    max_output_ratio: float = DecodingOptions.max_output_ratio,
-    max_output_len: int = 255,
-    use_cache: bool = True,
-) -> list[list[int]]:
-    """Batched beam search: src (B, S) -> the best hypothesis per sentence (no BOS/EOS); see
-    :func:`beam_search_nbest`."""
-    found = beam_search_nbest(model, src, beam_size, length_penalty, max_output_ratio, max_output_len, use_cache)
-    return [hyps[0].ids if hyps else [] for hyps in found]
-
-
 def _most_favourable_penalty(t: int, limits: Tensor, length_penalty: float) -> Tensor | float:
     """The length penalty that flatters an open beam of length t + 1 the most over the lengths it
     can still end at (t + 2 to its limit): the longest when length_penalty > 0, the shortest when < 0."""
@@ -313,50 +272,34 @@ def _most_favourable_penalty(t: int, limits: Tensor, length_penalty: float) -> T
     return length_normalizer(t + 2, length_penalty)
 
 
+@torch.no_grad()
 def search(
-    model: Seq2SeqModel,
-    src: Tensor,
-    beam_size: int = 1,
-    length_penalty: float = DecodingOptions.length_penalty,
-    max_output_ratio: float = DecodingOptions.max_output_ratio,
-    max_output_len: int = 255,
-    use_cache: bool = True,
-    nbest: int = 1,
+    model: Seq2SeqModel, src: Tensor, options: DecodingOptions = GREEDY, nbest: int = 1
 ) -> list[list[Hypothesis]]:
     """src (B, S) -> the ``nbest`` best hypotheses of each sentence, best first: greedy when
-    ``beam_size`` is 1, else beam search. Scores use ``length_penalty`` either way."""
-    if beam_size < 1:
-        raise ValueError(f"beam size must be at least 1, got {beam_size}")
-    if beam_size == 1:
-        if nbest != 1:
-            raise ValueError(f"nbest must be between 1 and the beam size {beam_size}, got {nbest}")
-        return [[hyp] for hyp in greedy_search(model, src, length_penalty, max_output_ratio, max_output_len, use_cache)]
-    return beam_search_nbest(model, src, beam_size, length_penalty, max_output_ratio, max_output_len, use_cache, nbest)
+    ``options.beam_size`` is 1, else beam search. Scores use ``options.length_penalty`` either way;
+    outputs are capped by ``options.max_output_ratio`` and ``options.max_output_len``."""
+    if not 1 <= nbest <= options.beam_size:
+        raise ValueError(f"nbest must be between 1 and the beam size {options.beam_size}, got {nbest}")
+    cap = MAX_OUTPUT_LEN if options.max_output_len is None else options.max_output_len
+    limits = output_limits(src, options.max_output_ratio, cap)  # (B,)
+    if options.beam_size == 1:
+        return [[hyp] for hyp in _greedy_search(model, src, limits, options)]
+    return _beam_search(model, src, limits, options, nbest)
 
 
-def translate_ids(
-    model: Seq2SeqModel,
-    src: Tensor,
-    beam_size: int = 1,
-    length_penalty: float = DecodingOptions.length_penalty,
-    max_output_ratio: float = DecodingOptions.max_output_ratio,
-    max_output_len: int = 255,
-    use_cache: bool = True,
-) -> list[list[int]]:
-    """Greedy when ``beam_size`` is 1, else beam search: the best ids of each sentence."""
-    found = search(model, src, beam_size, length_penalty, max_output_ratio, max_output_len, use_cache)
+def best_ids(found: Sequence[Sequence[Hypothesis]]) -> list[list[int]]:
+    """The best hypothesis' ids of each sentence ([] where a sentence has none, as a blank one)."""
     return [hyps[0].ids if hyps else [] for hyps in found]
 
 
 __all__ = [
+    "GREEDY",
+    "MAX_OUTPUT_LEN",
     "Hypothesis",
-    "beam_search",
-    "beam_search_nbest",
-    "greedy_decode",
-    "greedy_search",
+    "best_ids",
     "length_limits",
     "length_normalizer",
     "output_limits",
     "search",
-    "translate_ids",
 ]

@@ -20,11 +20,12 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from minitrans.core.config import DecodingOptions
+from minitrans.inference.base import GREEDY, BaseTranslator, Translation
 from minitrans.inference.decoding import length_normalizer
-from minitrans.inference.translator import GREEDY, Translation, Translator
+from minitrans.inference.translator import require_model
 
 
 @dataclass
@@ -34,7 +35,9 @@ class LineResult:
     source_pieces: list[str]  # the source pieces of every sentence, in order (no EOS)
     hypotheses: list[Translation]  # best first; [] for a blank line
     unseen_words: list[str] | None  # words never seen in training; None: coverage unknown
-    warnings: list[str]
+    warnings: list[str]  # every warning: the notes below, then the unseen words'
+    notes: list[str] = field(default_factory=list)  # the warnings that are not about unseen words
+    # (a cut sentence): what a summary over many lines still reports line by line
 
     @property
     def text(self) -> str:
@@ -51,9 +54,11 @@ class LineResult:
         return out
 
     def to_json(self) -> dict:
-        """The JSON Lines object of this line (the README documents the schema)."""
+        """The JSON object of this line: one schema for ``translate.py --format jsonl``, the
+        Python API and the web API (which adds ``attention``); the README documents it."""
         return {
             "source": self.source,
+            "text": self.text,
             "sentences": self.sentences,
             "source_pieces": self.source_pieces,
             "hypotheses": [asdict(hyp) for hyp in self.hypotheses],
@@ -114,7 +119,7 @@ def join(
 
 
 def translate_lines(
-    translator: Translator,
+    translator: BaseTranslator,
     lines: Sequence[str],
     options: DecodingOptions = GREEDY,
     nbest: int = 1,
@@ -139,7 +144,7 @@ def translate_lines(
         warnings.simplefilter("ignore")  # cut sentences are reported in the results instead
         src_ids = [translator.fit_source(ids) for ids in src_ids]
     found = translator.search_encoded(src_ids, options, nbest=nbest)
-    described = translator.describe(src_ids, found, options.length_penalty, align)
+    described = translator.describe(src_ids, found, align)
     record = translator.record
     results, start = [], 0
     for line, group in zip(lines, sentences):
@@ -147,11 +152,11 @@ def translate_lines(
         start += len(group)
         pieces = [translator.tokenizer.src_pieces(src_ids[i][:-1]) for i in indices]
         offsets = [sum(len(p) for p in pieces[:j]) for j in range(len(pieces))]
-        line_warnings = []
+        line_notes, line_coverage = [], []
         for j, i in enumerate(indices):
             name = f"sentence {j + 1}: " if len(group) > 1 else ""
-            coverage = record.warnings(flat[i]) if record is not None else []
-            line_warnings += [name + note for note in [*notes[i], *coverage]]
+            line_notes += [name + note for note in notes[i]]
+            line_coverage += [name + note for note in (record.warnings(flat[i]) if record is not None else [])]
         results.append(
             LineResult(
                 source=line,
@@ -159,7 +164,8 @@ def translate_lines(
                 source_pieces=[piece for p in pieces for piece in p],
                 hypotheses=join([described[i] for i in indices], offsets or [0], options.length_penalty, nbest),
                 unseen_words=None if record is None else record.unseen(line),
-                warnings=line_warnings,
+                warnings=[*line_notes, *line_coverage],
+                notes=line_notes,
             )
         )
     return results
@@ -190,25 +196,28 @@ class ScoredLine:
 
 
 def score_lines(
-    translator: Translator,
+    translator: BaseTranslator,
     lines: Sequence[str],
     references: Sequence[str],
     length_penalty: float = DecodingOptions.length_penalty,
 ) -> list[ScoredLine]:
     """Forced scoring of one given translation per line, each line taken whole (references
     pair with lines, not with the sentences inside them)."""
+    translator = require_model(translator, "forced scoring")
     if len(lines) != len(references):
         raise ValueError(f"{len(lines)} input lines but {len(references)} translations to score")
     src_ids = translator.encode(lines)
     tgt_ids = translator.tokenizer.encode_tgt(list(references))
+    most = translator.max_len - 1  # the decoder's positions: BOS + pieces
     notes = [
         [
-            f"{len(ids)} subwords, more than the model's max_len={translator.max_len}; scoring its first {translator.max_len - 1}"
+            *([f"{len(src)} subwords, more than the model's max_len={translator.max_len}; scoring its first {most}"]
+              if len(src) > translator.max_len else []),
+            *([f"the translation has {len(tgt)} subwords, more than the model's max_len={translator.max_len} "
+               f"allows; scoring its first {most} (the score covers only them)"] if len(tgt) > most else []),
         ]
-        if len(ids) > translator.max_len
-        else []
-        for ids in src_ids
-    ]
+        for src, tgt in zip(src_ids, tgt_ids)
+    ]  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reported in the results instead
         src_ids = [translator.fit_source(ids) for ids in src_ids]
@@ -222,7 +231,7 @@ def score_lines(
                 line,
                 reference,
                 translator.tokenizer.src_pieces(src[:-1]),
-                [*translator.tokenizer.tgt_pieces(tgt[: translator.max_len - 1]), eos],
+                [*translator.tokenizer.tgt_pieces(tgt[:most]), eos],
                 result.token_log_probs,
                 result.log_prob,
                 result.score,

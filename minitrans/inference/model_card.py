@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from minitrans.inference.base import BaseTranslator
 from minitrans.inference.coverage import language_name
-from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters
 
 CORPUS_NOTES = {
@@ -47,17 +47,18 @@ def _model_line(config: dict, params: int | None) -> str:
     return f"{kind}, {count} ({shape})"
 
 
-def model_card(translator: Translator, location: str | Path | None = None) -> str:
+def model_card(translator: BaseTranslator, location: str | Path | None = None) -> str:
     """The card of a loaded model; ``location`` names it when it was not loaded from a
     checkpoint file (a CTranslate2 export)."""
     config = translator.config or {}
     data = config.get("data", {})
     src, tgt = data.get("src_lang", "?"), data.get("tgt_lang", "?")
     record = translator.record
+    model = getattr(translator, "model", None)  # a CTranslate2 export has no PyTorch model
     lines = [
         f"checkpoint: {translator.path or location}",
         f"languages:  {language_name(src)} → {language_name(tgt)} ({src}→{tgt})",
-        f"model:      {_model_line(config, count_parameters(translator.model) if translator.model is not None else None)}",
+        f"model:      {_model_line(config, count_parameters(model) if model is not None else None)}",
     ]
     corpus = data.get("name", "?")
     note = CORPUS_NOTES.get(corpus, corpus)

@@ -5,29 +5,35 @@ FastAPI serves one static page (``minitrans/serve/static/index.html``, plain Jav
 heatmaps as SVG) and the API it calls:
 
     GET  /            the page
-    GET  /info        the models (name, kind, attention kinds with their layers and heads), the limits
+    GET  /info        the models (name, kind, languages, attention kinds with their layers and
+                      heads), the limits
     POST /translate   {"sentences": [...], "beam": 1, "nbest": 1, "length_penalty": 0.6,
                        "attention": false, "models": null}
                       -> {"models": [{"name", "kind", "warnings", "translations": [per sentence:
-                          {"source", "translation", "score", "log_prob", "hypotheses": [the nbest
-                          best: {"translation", "score", "log_prob", "is_finished"}], "attention"}]}]}
+                          the schema of ``translate.py --format jsonl`` (LineResult.to_json:
+                          "source", "text", "hypotheses" [{"text", "score", "log_prob", ...}],
+                          "unseen_words", "warnings", ...) plus "attention"]}]}
 
-Decoding and attention come from :class:`minitrans.inference.translator.Translator` (its batched greedy or
-beam search with n-best and scores, then :meth:`Translator.attention`, which teacher-forces the
-best translation it found): there is no second decoding path here. ``score`` is what the search
-ranks by (log-probability / length penalty). Attention is ``{"src_tokens", "tgt_in_tokens",
-"tgt_out_tokens", "axes": {kind: [row tokens, column tokens]}, "maps": {kind: [layer][head]
-[row][column]}}``, weights rounded to 4 decimals.
+Translations come from :func:`minitrans.inference.lines.translate_lines` (each sentence taken
+whole), so the web API, the Python API and ``translate.py --format jsonl`` share one schema and
+the same warnings, unseen words included; attention from :meth:`Translator.attention`, which
+teacher-forces the best translation found: there is no second decoding path here. ``score`` is
+what the search ranks by (log-probability / length penalty). Attention is ``{"src_tokens",
+"tgt_in_tokens", "tgt_out_tokens", "axes": {kind: [row tokens, column tokens]}, "maps": {kind:
+[layer][head][row][column]}}``, weights rounded to 4 decimals.
 
-Safe by default: the script binds 127.0.0.1; the number of sentences, their length, the beam and
-the request body are capped (413 with a one-line reason); a bad request is a 4xx with
-``{"error": "one line"}``, an unexpected failure a 500 with the same shape (the traceback goes
-to the server's log, never to the client); one lock serialises model access, since a model
-and its caches are not assumed thread-safe.
+Safe by default: the script binds 127.0.0.1; the number of sentences, their length, the beam,
+the attention cells of one answer and the request body are capped (413 with a one-line reason);
+a body not received within ``body_timeout`` seconds is answered 408 and its connection closed;
+a bad request is a 4xx with ``{"error": "one line"}``, an unexpected failure a 500 with the same
+shape (the traceback goes to the server's log, never to the client); one lock serialises model
+access, since a model and its caches are not assumed thread-safe.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
 import warnings
 from collections.abc import Sequence
@@ -43,6 +49,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from minitrans.core.checkpoint import resolve_checkpoint
 from minitrans.core.config import DecodingOptions
+from minitrans.inference.coverage import language_name
+from minitrans.inference.lines import LineResult, translate_lines
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters
 from minitrans.runs.viz import KIND_AXES, KIND_TITLES
@@ -58,6 +66,10 @@ class Limits:
     max_chars: int = 1000  # characters per sentence
     max_beam: int = 16
     max_body_bytes: int = 1_000_000
+    # attention weights in one answer, all models and sentences (each ~7 bytes of JSON): a
+    # 35-word sentence through 3+3 layers of 4 heads needs ~0.1M
+    max_attention_cells: int = 2_000_000
+    body_timeout: float = 10.0  # seconds to receive a request's whole body
 
 
 @dataclass
@@ -81,12 +93,31 @@ class ServedModel:
         return cls(name or run_name(path), translator, kind, count_parameters(translator.model), shapes)
 
     def info(self) -> dict:
+        source, target = self.translator.source_language, self.translator.target_language
         return {
             "name": self.name,
             "kind": self.kind,
             "params": self.params,
+            "languages": {
+                "source": source,
+                "target": target,
+                "direction": f"{language_name(source or '?')} → {language_name(target or '?')}",
+            },
             "attention": self.attention,
         }
+
+    def attention_cells(self, result: LineResult) -> int:
+        """How many weights the attention maps of a translated line hold (0 without one)."""
+        if not result.hypotheses:
+            return 0
+        fitted = min(len(result.source_pieces) + 1, self.translator.max_len)  # EOS included
+        length = {"src_tokens": fitted, "tgt_in_tokens": len(result.hypotheses[0].pieces) + 1}
+        length["tgt_out_tokens"] = length["tgt_in_tokens"]
+        cells = 0
+        for kind, shape in self.attention.items():
+            rows, cols = KIND_AXES[kind]
+            cells += shape["layers"] * shape["heads"] * length[rows] * length[cols]
+        return cells
 
 
 def run_name(path: str | Path) -> str:
@@ -119,6 +150,13 @@ class BadRequest(Exception):
 def check_limits(request: TranslateRequest, limits: Limits) -> None:
     if not request.sentences:
         raise BadRequest("sentences: give at least one sentence")
+    for number, sentence in enumerate(request.sentences, 1):
+        try:
+            sentence.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is JSON but not text
+            raise BadRequest(
+                f"sentence {number} is not valid Unicode: a lone surrogate at character {exc.start + 1}"
+            ) from None
     if len(request.sentences) > limits.max_sentences:
         raise RequestTooLarge(
             f"{len(request.sentences)} sentences; at most {limits.max_sentences} per request (--max-sentences)"
@@ -140,52 +178,54 @@ def rounded(maps: torch.Tensor) -> list:
     return maps.double().mul(1e4).round().div(1e4).tolist()
 
 
-def translate_for(model: ServedModel, sentences: Sequence[str], request: TranslateRequest) -> dict:
-    """One model's answer to a request: translations with their scores (the ``nbest`` best,
-    from the Translator's search), and every attention map of the best when asked for."""
+def translate_all(models: Sequence[ServedModel], request: TranslateRequest, limits: Limits) -> list[dict]:
+    """Every chosen model's answer to a request: its translations (the ``nbest`` best, with
+    their scores and warnings), and every attention map of the best when asked for, refused
+    (RequestTooLarge) when they would hold more than ``limits.max_attention_cells`` weights."""
+    options = DecodingOptions(beam_size=request.beam, length_penalty=request.length_penalty)
+    found = {
+        model.name: translate_lines(
+            model.translator, request.sentences, options, request.nbest, split=False, align=request.attention
+        )
+        for model in models
+    }
+    if request.attention:
+        cells = sum(model.attention_cells(result) for model in models for result in found[model.name])
+        if cells > limits.max_attention_cells:
+            raise RequestTooLarge(
+                f"the attention maps would hold {cells:,} weights; at most {limits.max_attention_cells:,} per "
+                "request (--max-attention-cells): ask for fewer or shorter sentences, one model, or no attention"
+            )
+    return [answer_for(model, found[model.name], request.attention) for model in models]
+
+
+def answer_for(model: ServedModel, results: Sequence[LineResult], attention: bool) -> dict:
+    """One model's answer: each line's result in the shared schema, with its maps if asked."""
     translator = model.translator
-    src_ids = translator.encode(sentences)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        options = DecodingOptions(beam_size=request.beam, length_penalty=request.length_penalty)
-        found = translator.search_encoded(src_ids, options, nbest=request.nbest)
-    results = []
-    for sentence, ids, hyps in zip(sentences, src_ids, found):
-        hypotheses = [
-            {
-                "translation": translator.decode(hyp.ids),
-                "score": hyp.score,
-                "log_prob": hyp.log_prob,
-                "is_finished": hyp.is_finished,
-            }
-            for hyp in hyps
-        ]  # none for a blank sentence
-        best = hypotheses[0] if hypotheses else {"translation": "", "score": None, "log_prob": None}
-        result = {
-            "source": sentence,
-            "translation": best["translation"],
-            "score": best["score"],
-            "log_prob": best["log_prob"],
-            "hypotheses": hypotheses,
-            "attention": None,
-        }
-        if request.attention and hyps:
+    translations = []
+    for result in results:
+        translation = {**result.to_json(), "attention": None}
+        if attention and result.hypotheses:
+            src_ids = translator.encode([result.source])[0]
+            tgt_ids = [translator.tokenizer.tgt.piece_to_id(piece) for piece in result.hypotheses[0].pieces]
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the search already reported a cut sentence
-                attention = translator.attention(ids, hyps[0].ids)
-            result["attention"] = {
-                "src_tokens": attention.src_tokens,
-                "tgt_in_tokens": attention.tgt_in_tokens,
-                "tgt_out_tokens": attention.tgt_out_tokens,
-                "axes": {kind: list(KIND_AXES[kind]) for kind in attention.maps},
-                "maps": {kind: [rounded(layer) for layer in layers] for kind, layers in attention.maps.items()},
+                warnings.simplefilter("ignore")  # the translation already reported a cut sentence
+                maps = translator.attention(src_ids, tgt_ids)
+            translation["attention"] = {
+                "src_tokens": maps.src_tokens,
+                "tgt_in_tokens": maps.tgt_in_tokens,
+                "tgt_out_tokens": maps.tgt_out_tokens,
+                "axes": {kind: list(KIND_AXES[kind]) for kind in maps.maps},
+                "maps": {kind: [rounded(layer) for layer in layers] for kind, layers in maps.maps.items()},
             }
-        results.append(result)
+        translations.append(translation)
     return {
         "name": model.name,
         "kind": model.kind,
-        "translations": results,
-        "warnings": [str(w.message) for w in caught],
+        "translations": translations,
+        "warnings": [
+            f"sentence {number}: {message}" for number, result in enumerate(results, 1) for message in result.warnings
+        ],
     }
 
 
@@ -199,8 +239,46 @@ def first_validation_error(exc: RequestValidationError) -> str:
     if not errors:
         return "invalid request"
     first = errors[0]
+    if first.get("type") == "json_invalid":  # its location is a byte offset, its message "JSON decode error"
+        reason = (first.get("ctx") or {}).get("error", "")
+        return (
+            f"the request body is not valid JSON ({reason or 'cannot be parsed'}); "
+            'send an object such as {"sentences": ["a sentence"]}'
+        )
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "body"
     return f"{where}: {first.get('msg', 'invalid')}".splitlines()[0]
+
+
+class BodyDeadline:
+    """ASGI middleware: a request's whole body must arrive within ``timeout`` seconds, else 408
+    (and the server closes the connection), so that clients sending a partial body cannot hold
+    connections open. The body, capped in size by the app, is read here and replayed."""
+
+    def __init__(self, app, timeout: float) -> None:
+        self.app, self.timeout = app, timeout
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        messages = []
+        try:
+            async with asyncio.timeout(self.timeout):
+                while True:
+                    message = await receive()
+                    messages.append(message)
+                    if message["type"] != "http.request" or not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            body = json.dumps({"error": f"request body not received within {self.timeout:g} s"}).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 408, "headers": [*headers, (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def replay():
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
 
 
 def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> FastAPI:
@@ -212,6 +290,8 @@ def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> Fast
         raise ValueError(f"model names must differ: {[m.name for m in models]}")
     lock = threading.Lock()  # one request at a time touches the models
     app = FastAPI(title="minitrans", docs_url=None, redoc_url=None, openapi_url=None)
+
+    app.add_middleware(BodyDeadline, timeout=limits.body_timeout)
 
     @app.middleware("http")
     async def cap_body(request: Request, call_next):
@@ -247,6 +327,7 @@ def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> Fast
                 "max_sentences": limits.max_sentences,
                 "max_chars": limits.max_chars,
                 "max_beam": limits.max_beam,
+                "max_attention_cells": limits.max_attention_cells,
             },
         }
 
@@ -254,18 +335,23 @@ def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> Fast
     def translate(request: TranslateRequest) -> JSONResponse:
         try:
             check_limits(request, limits)
-            chosen = [by_name[name] for name in request.models] if request.models else list(models)
+            # each model once, however often it is named: the work is capped by the models served
+            names = list(dict.fromkeys(request.models)) if request.models else list(by_name)
+            chosen = [by_name[name] for name in names]
         except RequestTooLarge as exc:
             return error(413, str(exc))
         except BadRequest as exc:
             return error(422, str(exc))
         except KeyError as exc:
             return error(422, f"models: no model named {exc.args[0]!r}; serving {sorted(by_name)}")
-        with lock:
-            answers = [translate_for(model, request.sentences, request) for model in chosen]
+        try:
+            with lock:
+                answers = translate_all(chosen, request, limits)
+        except RequestTooLarge as exc:
+            return error(413, str(exc))
         return JSONResponse({"models": answers})
 
     return app
 
 
-__all__ = ["Limits", "ServedModel", "TranslateRequest", "create_app", "run_name", "translate_for"]
+__all__ = ["Limits", "ServedModel", "TranslateRequest", "create_app", "run_name", "translate_all"]

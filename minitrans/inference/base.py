@@ -1,0 +1,193 @@
+"""The translator protocol: what every engine offers (the PyTorch
+:class:`~minitrans.inference.translator.Translator`, the CTranslate2
+:class:`~minitrans.inference.ct2.Ct2Translator`), with its text-level half written once.
+
+An engine implements two things: :meth:`BaseTranslator.search_encoded` (token ids in, the
+``nbest`` best :class:`~minitrans.inference.decoding.Hypothesis` of each source out) and
+:meth:`BaseTranslator.align` (a hard alignment for given hypotheses). Everything else here is
+shared: encoding text, fitting sources to the model, decoding ids to one line of text,
+``translate`` (one string per sentence, always), ``translate_nbest`` (the n best
+:class:`Translation` records of each sentence), and what the model saw in training.
+Engine-specific abilities (forced scoring and attention maps need the PyTorch model) live on
+the engine that has them, not as methods that raise on the other.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from minitrans.core.config import DecodingOptions
+from minitrans.core.textio import one_line
+from minitrans.data.tokenizer import Tokenizer
+from minitrans.inference.coverage import TrainingRecord
+from minitrans.inference.decoding import GREEDY, Hypothesis, best_ids
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One translation of one sentence, as :meth:`BaseTranslator.translate_nbest` gives it."""
+
+    text: str
+    pieces: list[str]  # the target subword pieces (no BOS, no EOS)
+    score: float  # log_prob / length_normalizer(generated tokens, length_penalty): what the search ranks by
+    log_prob: float  # the model's log-probability of the pieces and the EOS that ended them
+    alignment: list[int] | None  # per piece, the index of its most-attended source piece (EOS
+    # excluded); from the last decoder layer's cross-attention averaged over heads, the RNN
+    # with attention's alignment, None for the fixed-context RNN
+    is_finished: bool = True  # False when the length limit cut it before EOS
+
+
+def length_batches(
+    items: dict[int, Sequence[int]],
+    beam: int,
+    batch_hyp_tokens: int,
+    group: Callable[[int], object] | None = None,
+) -> list[list[int]]:
+    """Keys of ``items`` in batches of similar lengths (sorted), each costing at most about
+    ``batch_hyp_tokens`` = beam * rows * longest length (a single row may exceed it); with
+    ``group``, a batch also holds only keys of one group (cut where it changes)."""
+    order = sorted(items, key=lambda i: len(items[i]))
+    batches, start = [], 0
+    while start < len(order):
+        end = start + 1
+        while (
+            end < len(order)
+            and beam * (end - start + 1) * len(items[order[end]]) <= batch_hyp_tokens
+            and (group is None or group(order[end]) == group(order[start]))
+        ):
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
+class BaseTranslator(ABC):
+    """Text in, text out, over an engine's search (see the module's description)."""
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        max_len: int,
+        config: dict | None = None,
+        record: TrainingRecord | None = None,
+        path: Path | None = None,
+    ):
+        self.tokenizer, self.max_len = tokenizer, max_len
+        self.config = config  # the run's configuration (a plain dict), when known
+        self.path = path  # the checkpoint file or exported folder it was loaded from
+        self._record = record
+
+    # -- what an engine implements -----------------------------------------------------------
+    @abstractmethod
+    def search_encoded(
+        self, src_ids: Sequence[Sequence[int]], options: DecodingOptions = GREEDY, nbest: int = 1
+    ) -> list[list[Hypothesis]]:
+        """Token ids in, the ``nbest`` best hypotheses of each source out (best first, with
+        their scores), in input order. Sources are fitted to the model (:meth:`fit_source`); an
+        empty source ([EOS] or []) gives no hypothesis at all. ``options.max_output_len`` caps
+        every output (default and upper bound: the model's ``max_len - 1``)."""
+
+    @abstractmethod
+    def align(self, sources: Sequence[Sequence[int]], hypotheses: Sequence[Hypothesis]) -> list[list[int] | None]:
+        """Per hypothesis (for the fitted source beside it), the index of each piece's
+        most-attended source piece; None where the model has no attention."""
+
+    # -- what the model saw ------------------------------------------------------------------
+    @property
+    def source_language(self) -> str | None:
+        """The source language code of the run's corpus ("en", "de", ...), when known."""
+        return (self.config or {}).get("data", {}).get("src_lang")
+
+    @property
+    def target_language(self) -> str | None:
+        """The target language code of the run's corpus, when known."""
+        return (self.config or {}).get("data", {}).get("tgt_lang")
+
+    @functools.cached_property
+    def record(self) -> TrainingRecord | None:
+        """What the model saw in training (:mod:`minitrans.inference.coverage`); for a checkpoint
+        written before records existed, rebuilt from the run's configuration where that is
+        possible offline (the embedded corpus), else None: coverage unknown."""
+        if self._record is None and self.config is not None:
+            from minitrans.inference.coverage import rebuild_record
+
+            return rebuild_record(self.config, self.config.get("data", {}).get("cache_dir"))
+        return self._record
+
+    # -- text and ids ------------------------------------------------------------------------
+    def encode(self, sentences: Sequence[str]) -> list[list[int]]:
+        """Source ids ending in EOS; a blank sentence is just [EOS] (and is never decoded)."""
+        sentences = list(sentences)
+        ids = self.tokenizer.encode_src(sentences)
+        return [row if text.strip() else [self.tokenizer.eos_id] for text, row in zip(sentences, ids)]
+
+    def fit_source(self, src_ids: Sequence[int], number: int | None = None) -> list[int]:
+        """Cut a source longer than the model's positions to ``max_len`` ids (EOS kept), warning."""
+        if len(src_ids) <= self.max_len:
+            return list(src_ids)
+        name = f"sentence {number}" if number is not None else "a sentence"
+        warnings.warn(
+            f"{name} has {len(src_ids)} subwords, more than the model's max_len={self.max_len}; "
+            f"translating its first {self.max_len - 1}",
+            stacklevel=3,
+        )
+        return [*src_ids[: self.max_len - 1], self.tokenizer.eos_id]
+
+    def fit_sources(self, src_ids: Sequence[Sequence[int]]) -> dict[int, list[int]]:
+        """The sources worth decoding, by position, fitted to the model (warning for a cut one):
+        blank ones ([EOS] or []) are left out."""
+        eos = self.tokenizer.eos_id
+        return {i: self.fit_source(ids, i + 1) for i, ids in enumerate(src_ids) if list(ids) not in ([], [eos])}
+
+    def output_cap(self, options: DecodingOptions) -> int:
+        """The most tokens any output may have: the model's ``max_len - 1``, or less if asked."""
+        cap = self.max_len - 1
+        return cap if options.max_output_len is None else max(1, min(options.max_output_len, cap))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return one_line(self.tokenizer.decode_tgt(ids))
+
+    # -- translating ---------------------------------------------------------------------------
+    def translate_encoded(self, src_ids: Sequence[Sequence[int]], options: DecodingOptions = GREEDY) -> list[list[int]]:
+        """Token ids in, the best target ids of each source out (see :meth:`search_encoded`)."""
+        return best_ids(self.search_encoded(src_ids, options))
+
+    def translate(self, sentences: Sequence[str], options: DecodingOptions = GREEDY) -> list[str]:
+        """One output line per input sentence, in order (the best translation of each)."""
+        return [self.decode(ids) for ids in self.translate_encoded(self.encode(sentences), options)]
+
+    def translate_nbest(
+        self, sentences: Sequence[str], options: DecodingOptions = GREEDY, nbest: int = 1
+    ) -> list[list[Translation]]:
+        """The ``nbest`` best translations of each sentence (at most ``options.beam_size``), best
+        first, as :class:`Translation` records with their scores and alignments (a blank
+        sentence gets none)."""
+        src_ids = self.encode(sentences)
+        return self.describe(src_ids, self.search_encoded(src_ids, options, nbest=nbest))
+
+    def describe(
+        self, src_ids: Sequence[Sequence[int]], found: Sequence[Sequence[Hypothesis]], align: bool = True
+    ) -> list[list[Translation]]:
+        """Search results -> :class:`Translation` records: text, pieces, scores, and the hard
+        alignment of every hypothesis (skipped, and every alignment None, without ``align``:
+        text output needs none)."""
+        pairs = [(i, hyp) for i, hyps in enumerate(found) for hyp in hyps]
+        alignments: list[list[int] | None] = [None] * len(pairs)
+        if align and pairs:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the search has already warned about a cut sentence
+                sources = [self.fit_source(src_ids[i]) for i, _ in pairs]
+            alignments = self.align(sources, [hyp for _, hyp in pairs])
+        out: list[list[Translation]] = [[] for _ in found]
+        for (i, hyp), alignment in zip(pairs, alignments):
+            text, pieces = self.decode(hyp.ids), self.tokenizer.tgt_pieces(hyp.ids)
+            out[i].append(Translation(text, pieces, hyp.score, hyp.log_prob, alignment, hyp.is_finished))
+        return out
+
+
+__all__ = ["GREEDY", "BaseTranslator", "Translation", "length_batches"]
