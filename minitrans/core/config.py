@@ -203,7 +203,7 @@ class CleanConfig:
     normalize: bool = True  # strip, collapse runs of whitespace, remove control characters
     drop_empty: bool = True  # a pair with an empty side
     max_chars: int | None = 1000  # a pair with a longer side (characters); null: no limit
-    max_ratio: float | None = 5.0  # longer side / shorter side, in characters; null: no limit
+    max_ratio: float | None = 5.0  # longer side / shorter side, in characters (Han 3, kana/Hangul 2); null: no limit
     drop_duplicates: bool = False  # an exact repeat of an earlier pair
 
     def __post_init__(self) -> None:

@@ -31,7 +31,8 @@ from minitrans.data.token_ids import save_atomically
 
 log = logging.getLogger(__name__)
 
-PIPELINE_VERSION = 1  # bump when preparation changes what it produces from the same inputs
+# bump when preparation changes what it produces from the same inputs (2: script-weighted length ratio)
+PIPELINE_VERSION = 2
 # settings that shape the tokenisation, not the prepared corpus
 TOKENIZER_KEYS = ("cache_dir", "vocab_size", "spm_model_type", "joint_vocab", "spm_sample", "max_tokens")
 
@@ -148,6 +149,8 @@ def describe(report: dict) -> list[str]:
         f"cleaning: {clean['pairs']:,} training pairs read, {clean['normalized']:,} normalised, "
         f"dropped: {dropped}; {clean['kept']:,} kept"
     )
+    for reason, pairs in clean.get("examples", {}).items():  # which rule dropped what
+        lines.append(f"  {reason}, e.g. " + "; ".join(f"{src!r} -> {tgt!r}" for src, tgt in pairs))
     for name, split in report["splits"].items():
         lines.append(f"split {name}: {split['pairs']:,} pairs (from {split['from']})")
     held = report.get("held_out")
