@@ -1,0 +1,112 @@
+"""Tests for head importance by ablation (minitrans/runs/heads.py)."""
+
+from __future__ import annotations
+
+import torch
+
+from minitrans.core.config import TransformerConfig
+from minitrans.models.transformer import Transformer
+from minitrans.runs.heads import ablate_heads, all_heads, attention_layers, masked_heads
+
+PAD = 0
+
+
+def tiny_transformer() -> Transformer:
+    torch.manual_seed(0)
+    cfg = TransformerConfig(d_model=16, num_heads=4, d_ff=32, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0)
+    return Transformer(cfg, 30, 30, PAD).eval()
+
+
+def outputs(model) -> torch.Tensor:
+    src = torch.tensor([[5, 6, 7, 8, 3], [9, 10, 3, PAD, PAD]])
+    tgt_in = torch.tensor([[2, 11, 12, 13], [2, 14, 15, PAD]])
+    with torch.no_grad():
+        return model(src, tgt_in)
+
+
+def test_every_head_of_every_kind_is_listed():
+    model = tiny_transformer()
+    assert set(attention_layers(model)) == {"enc_self", "dec_self", "cross"}
+    assert len(all_heads(model)) == 3 * 2 * 4
+
+
+def test_masking_a_head_whose_output_projection_slice_is_zero_changes_nothing():
+    model = tiny_transformer()
+    module = attention_layers(model)["cross"][1]
+    with torch.no_grad():
+        module.out_proj.weight[:, 2 * module.d_v : 3 * module.d_v] = 0.0
+    before = outputs(model)
+    with masked_heads(model, [("cross", 1, 2)]):
+        assert torch.equal(outputs(model), before)
+
+
+def test_masking_every_head_of_a_layer_changes_the_output_and_restores_it_after():
+    model = tiny_transformer()
+    weights = {name: p.clone() for name, p in model.state_dict().items()}
+    before = outputs(model)
+    for kind in ("enc_self", "dec_self", "cross"):
+        with masked_heads(model, [(kind, 0, head) for head in range(4)]):
+            assert not torch.allclose(outputs(model), before)
+    assert all(torch.equal(p, weights[name]) for name, p in model.state_dict().items())
+    assert torch.equal(outputs(model), before)
+
+
+def test_masking_one_head_equals_zeroing_its_slice_before_the_projection():
+    model = tiny_transformer()
+    module = attention_layers(model)["enc_self"][0]
+    x = torch.randn(2, 5, 16)
+    q, k, v = module.project_qkv(x)
+    v_masked = v.clone()
+    v_masked[:, 1] = 0.0  # head 1's values: its output slice is then zero
+    with torch.no_grad():
+        expected, _ = module.attend(q, k, v_masked)
+        with masked_heads(model, [("enc_self", 0, 1)]):
+            got, _ = module.attend(q, k, v)
+    torch.testing.assert_close(got, expected)
+
+
+def test_greedy_masking_goes_from_least_to_most_important():
+    model = tiny_transformer()
+    heads = all_heads(model)[:3]
+    cost = {heads[0]: 3.0, heads[1]: 1.0, heads[2]: 2.0}
+    masked_now: list = []
+
+    def measure():
+        # which heads are masked: those whose first output column is all zero
+        layers = attention_layers(model)
+        masked_now[:] = [h for h in heads if not layers[h[0]][h[1]].out_proj.weight[:, h[2] * 4].any()]
+        return {"loss": 10.0 + sum(cost[h] for h in masked_now), "bleu": 50.0 - len(masked_now)}
+
+    ablation = ablate_heads(model, measure, heads=heads)
+    assert ablation.baseline == {"loss": 10.0, "bleu": 50.0}
+    assert ablation.deltas("loss") == cost
+    assert [head for head, _ in ablation.cumulative] == [heads[1], heads[2], heads[0]]
+    assert [scores["loss"] for _, scores in ablation.cumulative] == [11.0, 13.0, 16.0]
+    assert len(ablation.grid("enc_self", "loss")) == 1 and "masked" in ablation.table()
+
+
+def test_a_model_without_heads_has_none():
+    assert all_heads(torch.nn.GRU(4, 4)) == []
+
+
+def test_heads_script_writes_alignment_and_ablation_of_a_generated_corpus_run(tmp_path, capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from test_evaluate import build_checkpoint
+
+    from minitrans.core.config import DataConfig
+
+    run = tmp_path / "run"
+    build_checkpoint(run / "checkpoints" / "last.pt", DataConfig(num_train=50, num_valid=10, num_test=12))
+    spec = importlib.util.spec_from_file_location("heads_script", Path(__file__).parents[1] / "scripts" / "heads.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main([str(run), "--split", "test", "--limit", "4", "--bleu-limit", "0"]) == 0
+    aer = json.loads((run / "heads" / "aer.json").read_text())
+    assert aer["aer_sentences"] == 4 and 0.0 <= aer["aer_best"] <= 1.0 and len(aer["aer_by_head"]) == 1
+    ablation = json.loads((run / "heads" / "ablation.json").read_text())
+    assert len(ablation["heads_delta"]) == 3 * 1 * 2 and len(ablation["heads_cumulative"]) == 6
+    assert all((run / "heads" / name).stat().st_size > 0 for name in ("aer.png", "ablation_loss.png", "ablation.txt"))
+    assert "best head: layer 0" in capsys.readouterr().out
