@@ -96,10 +96,11 @@ def test_table_has_one_row_per_run_and_a_column_pair_per_test_split(tmp_path):
 def test_heads_dk_grid_averages_repeats_and_leaves_missing_combinations_empty(sweep):
     write_run(sweep / "3_model.d_k=8,model.num_heads=2,seed=1", summary(heads=2, d_k=8, bleu=22.0))
     runs, _ = find_runs([sweep])
-    heads, d_ks, grid, counts = heads_dk_grid(runs)
+    heads, d_ks, grid, counts, params = heads_dk_grid(runs)
     assert heads == [1, 2] and d_ks == [8, 16]
     assert grid[0].tolist() == [10.0, 14.0]
     assert grid[1, 0] == 20.0 and counts[1, 0] == 2 and np.isnan(grid[1, 1])
+    assert params[0, 0] == 123456 and params[1, 1] == 0
 
 
 def test_no_heatmap_when_heads_and_d_k_do_not_vary(tmp_path):
@@ -136,7 +137,12 @@ def test_bleu_by_length_works_for_any_runs_and_skips_runs_without_buckets(tmp_pa
 
 def test_compare_writes_table_and_plots_into_the_sweep_folder(sweep):
     result = compare([sweep])
-    assert [path.name for path in result.files] == ["comparison.md", "heads_dk_bleu.png", "bleu_by_length.png"]
+    assert [path.name for path in result.files] == [
+        "comparison.md",
+        "heads_dk_bleu.png",
+        "heads_matched_bleu.png",  # 1 × 16 and 2 × 8 share h·d_k = 16
+        "bleu_by_length.png",
+    ]
     assert all(path.parent == sweep for path in result.files)
     assert (sweep / "comparison.md").read_text() == result.table
     assert "`10_model.d_k=16,model.num_heads=3,model.d_model=64`: model.num_heads: d_model=64" in result.table
@@ -221,3 +227,93 @@ def test_a_truncated_summary_is_skipped_with_a_reason_and_alone_is_one_error_lin
     assert module.main([str(bad / "summary.json")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: no summary.json under")
+
+
+def pair_summary(src: str, tgt: str, **kwargs) -> dict:
+    data = summary(**kwargs)
+    data["config"]["data"] |= {"src_lang": src, "tgt_lang": tgt}
+    return data
+
+
+def test_runs_of_different_language_pairs_are_compared_only_within_their_pair(tmp_path):
+    write_run(tmp_path / "0_data.tgt_lang=de,model.num_heads=1", pair_summary("en", "de", heads=1, d_k=8))
+    write_run(tmp_path / "1_data.tgt_lang=de,model.num_heads=2", pair_summary("en", "de", heads=2, d_k=8))
+    write_run(tmp_path / "2_data.tgt_lang=fr,model.num_heads=1", pair_summary("en", "fr", heads=1, d_k=8))
+    write_run(tmp_path / "3_data.tgt_lang=fr,model.num_heads=2", pair_summary("en", "fr", heads=2, d_k=8))
+    result = compare([tmp_path])
+    assert result.notes[0].startswith("runs of 2 language pairs (en→de, en→fr)")
+    german, french = result.table.split("## en→fr")
+    assert german.startswith("## en→de") and "0_data" in german and "2_data" not in german
+    assert "2_data" in french and "1_data" not in french
+    names = {path.name for path in result.files}
+    assert {"heads_dk_bleu.en-de.png", "heads_dk_bleu.en-fr.png", "bleu_by_length.en-fr.png"} <= names
+    assert "heads_dk_bleu.png" not in names  # no figure mixes the pairs
+
+
+def test_length_buckets_keep_their_sentence_counts_when_runs_disagree():
+    from minitrans.runs.compare_plots import bucket_ticks
+
+    same = [[{"bucket": "1-10", "count": 50}], [{"bucket": "1-10", "count": 50}]]
+    assert bucket_ticks(["1-10"], same) == ["1-10\n(n=50)"]
+    other = [[{"bucket": "1-10", "count": 50}, {"bucket": "11-20", "count": 30}], [{"bucket": "1-10", "count": 12}]]
+    assert bucket_ticks(["1-10", "11-20"], other) == ["1-10\n(n=12–50)", "11-20\n(n=30)"]
+
+
+def test_the_matched_sweep_gives_one_line_at_its_fixed_h_dk(tmp_path):
+    from minitrans.runs.compare_plots import matched_series, plot_matched_heads
+
+    for i, heads in enumerate((1, 2, 4, 8, 16)):
+        write_run(tmp_path / f"{i}_model.num_heads={heads}", summary(heads=heads, d_k=128 // heads, bleu=10.0 + i))
+    runs, _ = find_runs([tmp_path])
+    series = matched_series(runs)
+    assert list(series) == [128]
+    assert [(h, d) for h, d, _, _ in series[128]] == [(1, 128), (2, 64), (4, 32), (8, 16), (16, 8)]
+    assert plot_matched_heads(runs, tmp_path / "matched.png").read_bytes()[:8] == PNG
+    assert plot_matched_heads(runs[:1], tmp_path / "alone.png") is None  # one head count: no line
+
+
+def test_an_optuna_search_folder_gives_its_best_trial_as_one_command_line(tmp_path):
+    import yaml
+
+    for i, (heads, bleu) in enumerate(((2, 30.0), (4, 35.0), (1, 20.0))):
+        run = write_run(tmp_path / f"{i}_model.num_heads={heads},trainer.lr=0.003", summary(heads=heads, bleu=bleu))
+        overrides = [f"model.num_heads={heads}", "trainer.lr=0.003", "experiment=heads_dk_search", "data.root=a b"]
+        (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    (tmp_path / "optimization_results.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "optuna", "best_params": {"model.num_heads": 4, "trainer.lr": 0.003}, "best_value": 34.0}
+        )
+    )
+    result = compare([tmp_path])
+    command = "python scripts/train.py model.num_heads=4 trainer.lr=0.003 experiment=heads_dk_search 'data.root=a b'"
+    assert f"best trial: 1_model.num_heads=4,trainer.lr=0.003 (valid BLEU 34.00): {command}" in result.notes
+    assert command in result.table
+
+
+def test_compare_help_imports_nothing_heavy_at_module_level():
+    """--help under a CPU-second: the library (matplotlib, numpy, torch through summaries) is
+    imported only once there is work to do."""
+    import ast
+
+    tree = ast.parse((ROOT / "scripts" / "compare.py").read_text(encoding="utf-8"))
+    top = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    top |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
+    assert top <= {"__future__", "argparse", "sys"}
+    with pytest.raises(SystemExit) as done:
+        load_script().main(["--help"])
+    assert done.value.code == 0
+
+
+@pytest.mark.slow
+def test_compare_help_takes_under_a_cpu_second():
+    import resource
+    import subprocess
+    import sys
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "compare.py"), "--help"], capture_output=True, text=True
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0 and "heads_matched_bleu.png" in done.stdout
+    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 1.0

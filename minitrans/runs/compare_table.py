@@ -1,0 +1,79 @@
+"""The Markdown table of ``compare.py``: one row per run (size, steps, training time, valid
+and test scores, and a column per ``evaluate.py`` result), then the jobs that left no summary."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from minitrans.runs.run_set import Run, Skipped, test_splits
+
+
+def eval_columns(runs: Sequence[Run]) -> list[tuple[str, int]]:
+    """Every (split, beam) that evaluate.py scored for some run, in a stable order."""
+    found = {(report["split"], int(report["beam"])) for run in runs for report in run.evals}
+    return sorted(found)
+
+
+def _eval_report(run: Run, split: str, beam: int) -> dict:
+    """The run's latest report for (split, beam); several with --limit: the most sentences."""
+    matches = [r for r in run.evals if r["split"] == split and int(r["beam"]) == beam]
+    return max(matches, key=lambda r: r.get("sentences", 0), default={})
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _count(value) -> str:
+    """Steps, parameters …: with thousands separators, as 3,000 beside 1,184,208."""
+    return f"{value:,}" if isinstance(value, int) else "–"
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> str:
+    """The Markdown table: one row per run, then the jobs that left no summary."""
+    splits = test_splits(runs)
+    header = ["run", "model", "heads", "d_k", "d_model", "parameters", "steps", "training time", "valid BLEU"]
+    for split in splits:
+        header += [f"{split} BLEU", f"{split} chrF"]
+    evals = eval_columns(runs)
+    header += [f"{split} BLEU, beam {beam} (evaluate.py)" for split, beam in evals]
+    align = ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]
+    align += ["---:"] * (2 * len(splits) + len(evals))
+    rows = []
+    for run in runs:
+        model = run.model
+        cells = [
+            run.job,
+            run.name,
+            str(run.num_heads) if run.num_heads else "–",
+            str(run.d_k) if run.d_k else "–",
+            str(model.get("d_model", "–")),
+            _count(run.summary.params),
+            _count(run.summary.steps),
+            _duration(run.summary.train_seconds),
+            _number(run.summary.valid.get("bleu")),
+        ]
+        for split in splits:
+            scores = run.summary.test_splits.get(split) or (run.test() if split == "test" else {})
+            cells += [_number(scores.get("bleu")), _number(scores.get("chrf"))]
+        for split, beam in evals:
+            report = _eval_report(run, split, beam)
+            limited = f" (n={report['sentences']:,})" if report.get("limit") else ""
+            cells.append(_number(report.get("bleu")) + limited)
+        rows.append(cells)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    if skipped:
+        lines += ["", "Jobs without a summary:", ""]
+        lines += [f"- `{job.folder.name}`: {job.reason}" for job in skipped]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["comparison_table", "eval_columns"]
