@@ -1,0 +1,381 @@
+"""The README and the documentation site: short README, commands that parse, references that list
+everything, a Quick start that runs as written (slow) and a tutorial notebook that executes (slow).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS))
+
+import gen_reference  # noqa: E402
+
+from minitrans.core.hydra_config import check_command_line  # noqa: E402
+
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
+PYTHON_M = {name.removeprefix("python -m "): name for name in gen_reference.EXTRA_COMMANDS}
+
+
+# --- commands in the pages --------------------------------------------------------------------
+
+
+def fenced_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(language, lines) of each fenced block of a Markdown text."""
+    blocks, language, lines = [], None, []
+    for line in text.split("\n"):
+        fence = re.match(r"^\s*```(\w*)", line)
+        if fence and language is None:
+            language, lines = fence.group(1), []
+        elif fence:
+            blocks.append((language, lines))
+            language = None
+        elif language is not None:
+            lines.append(line)
+    return blocks
+
+
+def shell_commands(text: str) -> list[tuple[str, bool]]:
+    """(command line, expected to fail) for each shell command of the fenced blocks: every line of
+    a bash block, and the ``$ `` lines of other blocks; continuation lines joined. A command
+    followed by a ``# error:`` line is documented as one that fails."""
+    commands: list[tuple[str, bool]] = []
+    for language, lines in fenced_blocks(text):
+        if language not in SHELL_LANGUAGES and language != "":
+            continue
+        pending = ""
+        for line in lines:
+            stripped = line.strip()
+            if stripped.startswith("# error:") and commands:
+                commands[-1] = (commands[-1][0], True)
+                continue
+            if language in ("", "console"):
+                if not stripped.startswith("$ ") and not pending:
+                    continue
+                stripped = stripped.removeprefix("$ ")
+            if not stripped or (stripped.startswith("#") and not pending):
+                continue
+            if stripped.endswith("\\"):
+                pending += stripped[:-1] + " "
+                continue
+            commands.append((pending + stripped, False))
+            pending = ""
+    return commands
+
+
+def script_invocations(command: str) -> list[tuple[str, list[str]]]:
+    """(script, its arguments) for each part of a shell command line that runs a Python file of
+    the repository (``python scripts/x.py``, ``torchrun … scripts/train.py``) or a documented
+    ``python -m`` module. Redirections and what follows ``|``, ``&&``, ``;`` end the arguments."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    tokens = list(lexer)
+    parts, current = [], []
+    for token in tokens:
+        if token in ("|", "||", "&&", ";", "&", "(", ")"):
+            parts.append(current)
+            current = []
+        else:
+            current.append(token)
+    parts.append(current)
+    found = []
+    for part in parts:
+        for index, token in enumerate(part):
+            if token == "-m" and index + 1 < len(part) and part[index + 1] in PYTHON_M:
+                script, start = PYTHON_M[part[index + 1]], index + 2
+            elif token.endswith(".py") and (ROOT / token).is_file() and _after_an_interpreter(part[:index]):
+                script, start = token, index + 1
+            else:
+                continue
+            args = []
+            rest = iter(part[start:])
+            for arg in rest:
+                if arg in (">", ">>", "<", "2>", "&>"):
+                    next(rest, None)
+                    continue
+                args.append(arg)
+            found.append((script, args))
+            break
+    return found
+
+
+def _after_an_interpreter(before: list[str]) -> bool:
+    """Whether a file name is run (``python x.py``, ``torchrun … x.py``), not an argument (``pytest x.py``)."""
+    return any(Path(token).name.startswith(("python", "torchrun")) for token in before)
+
+
+def documented_invocations() -> list[tuple[str, str, list[str], bool]]:
+    """(page, script, arguments, expected to fail) for every script run in the pages."""
+    out = []
+    for page in PAGES:
+        for command, fails in shell_commands(page.read_text(encoding="utf-8")):
+            for script, args in script_invocations(command):
+                out.append((str(page.relative_to(ROOT)), script, args, fails))
+    return out
+
+
+def problem_with(script: str, args: list[str]) -> str | None:
+    """Why ``script args`` would be refused before it does anything, or None."""
+    if script == "scripts/train.py":
+        return check_command_line(args, str(ROOT / "conf"))
+    name = script if script.startswith("python -m") else script.removeprefix("scripts/")
+    parser = gen_reference.script_parser(name)
+    parser.exit_on_error = False
+    try:
+        parser.parse_args(args)
+    except SystemExit as exit_info:  # --help, or an error argparse reports itself
+        return None if exit_info.code == 0 else f"exit {exit_info.code}"
+    except Exception as error:
+        return str(error)
+    return None
+
+
+INVOCATIONS = documented_invocations()
+
+
+def test_the_pages_document_the_scripts():
+    scripts = {script for _, script, _, _ in INVOCATIONS}
+    assert {"scripts/train.py", "scripts/translate.py", "scripts/evaluate.py", "scripts/serve.py"} <= scripts
+    assert len(INVOCATIONS) > 60
+
+
+@pytest.mark.parametrize(
+    ("page", "script", "args", "fails"),
+    INVOCATIONS,
+    ids=[f"{page}:{script}:{' '.join(args)[:60]}" for page, script, args, _ in INVOCATIONS],
+)
+def test_a_documented_command_parses(page, script, args, fails, capsys):
+    problem = problem_with(script, args)
+    capsys.readouterr()
+    if fails:
+        assert problem is not None, f"{page}: documented as failing, but it parses: {script} {shlex.join(args)}"
+    else:
+        assert problem is None, f"{page}: {script} {shlex.join(args)}: {problem}"
+
+
+def test_the_checker_finds_a_misspelt_option_and_key(capsys):
+    (command,) = shell_commands("```bash\npython scripts/translate.py RUN --bean 5 > out.txt  # typo\n```")
+    ((script, args),) = script_invocations(command[0])
+    assert (script, args) == ("scripts/translate.py", ["RUN", "--bean", "5"])
+    assert problem_with(script, args) is not None
+    assert problem_with("scripts/translate.py", ["RUN", "--beam", "5"]) is None
+    assert problem_with("scripts/train.py", ["model.num_hedas=4"]) is not None
+    assert problem_with("scripts/train.py", ["-m", "model.num_heads=1,2", "model.d_k=null"]) is None
+
+
+def test_commands_are_found_in_console_blocks_and_across_lines():
+    text = (
+        "```\n$ printf 'a\\n' | python scripts/translate.py runs/x --nbest 2 \\\n    --scores\nDie Katze.\n```\n"
+        "```bash\ntorchrun --standalone scripts/train.py hydra.run.dir=runs/big   # a comment\n"
+        "python scripts/train.py model.num_hedas=4\n# error: model.num_hedas: unknown key\n"
+        "pytest tests/test_serve_browser.py\n```\n"
+    )
+    commands = shell_commands(text)
+    found = [(script, args, fails) for command, fails in commands for script, args in script_invocations(command)]
+    assert found == [
+        ("scripts/translate.py", ["runs/x", "--nbest", "2", "--scores"], False),
+        ("scripts/train.py", ["hydra.run.dir=runs/big"], False),
+        ("scripts/train.py", ["model.num_hedas=4"], True),
+    ]
+
+
+# --- the README ----------------------------------------------------------------------------------
+
+
+def readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_is_short_and_links_to_pages_that_exist():
+    text = readme()
+    assert len(text.splitlines()) <= 250
+    for target in re.findall(r"\]\(((?:docs|data)/[^)#]+)", text):
+        assert (ROOT / target).exists(), target
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
+    ci_commands = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    ci_tests = [line for line in ci_commands if line.split()[:1] == ["pytest"]]
+    readme_tests = [cmd for cmd, _ in shell_commands(readme()) if cmd.split()[:1] == ["pytest"]]
+    assert ci_tests and readme_tests
+    assert {c.split("#")[0].strip() for c in readme_tests} <= {c.split("#")[0].strip() for c in ci_tests}
+
+
+def quick_start_commands() -> list[str]:
+    section = readme().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return [command for command, _ in shell_commands(section)]
+
+
+def test_the_quick_start_chains_one_named_run_folder():
+    commands = quick_start_commands()
+    assert commands[0].startswith("python scripts/train.py hydra.run.dir=")
+    folder = commands[0].split("hydra.run.dir=")[1].split()[0]
+    for command in commands[1:]:
+        assert folder in command, command
+    assert any("tensorboard" in command for command in commands)
+    assert any("scripts/serve.py" in command for command in commands)
+
+
+# --- the generated references --------------------------------------------------------------------
+
+
+def test_the_configuration_reference_lists_every_key():
+    page = gen_reference.config_markdown()
+    missing = [key for key in gen_reference.config_keys() if f"`{key}`" not in page]
+    assert missing == []
+    assert "model.num_heads" in page and "trainer.max_steps" in page
+
+
+def test_the_cli_reference_lists_every_option_of_every_script():
+    page = gen_reference.cli_markdown()
+    for name in gen_reference.argparse_scripts():
+        parser = gen_reference.script_parser(name)
+        assert f"## {name.removeprefix('python -m ')}" in page
+        missing = [option for option in gen_reference.option_strings(parser) if option not in page]
+        assert missing == [], name
+
+
+def test_the_layout_page_names_every_module():
+    page = gen_reference.layout_markdown()
+    for module in (ROOT / "minitrans").glob("*/*.py"):
+        if module.name != "__init__.py":
+            assert f"`{module.parent.name}/{module.name}`" in page
+
+
+def test_every_page_is_in_the_site_navigation():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in [*DOCS.rglob("*.md"), *DOCS.rglob("*.ipynb")]:
+        assert str(page.relative_to(DOCS)) in nav, page
+
+
+# --- slow: the Quick start as written, the notebook ----------------------------------------------
+
+TINY_RUN = [
+    "data.num_train=120",
+    "data.num_valid=12",
+    "data.num_test=12",
+    "data.max_words=10",
+    "data.vocab_size=400",
+    "model.d_model=32",
+    "model.num_heads=2",
+    "model.d_ff=64",
+    "model.num_encoder_layers=1",
+    "model.num_decoder_layers=1",
+    "trainer.max_steps=20",
+    "trainer.eval_every=10",
+    "trainer.eval_sentences=4",
+    "trainer.num_threads=1",
+    "trainer.progress=false",
+]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env.update(OMP_NUM_THREADS="1", MINITRANS_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    return env
+
+
+@pytest.mark.slow
+def test_the_quick_start_runs_as_written(tmp_path):
+    """Each Quick start command, in a copy's folder, with tiny overrides added to the training:
+    train, translate (the run folder it made), then TensorBoard's and the explorer's servers
+    start on that folder and answer."""
+    import shutil
+    import socket
+    import time
+    import urllib.request
+
+    for name in ("scripts", "conf"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    env = _env(tmp_path)
+    commands = quick_start_commands()
+    servers = []
+    try:
+        for command in commands:
+            command = command.split(" && ")[-1]  # the extra's install is the set-up's business
+            argv = shlex.split(command, comments=True)
+            if argv[:2] == ["python", "scripts/train.py"]:
+                argv += TINY_RUN
+            if argv[0] == "python":
+                argv[0] = sys.executable
+            if argv[0] == "tensorboard":
+                if shutil.which("tensorboard") is None:
+                    pytest.fail("the Quick start runs tensorboard, which is not installed")
+                port = _free_port(socket)
+                argv += ["--port", str(port), "--host", "127.0.0.1"]
+                servers.append(
+                    (
+                        subprocess.Popen(
+                            argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                        ),
+                        f"http://127.0.0.1:{port}/data/runs",
+                    )
+                )
+                continue
+            if argv[1].endswith("scripts/serve.py"):
+                pytest.importorskip("fastapi")
+                port = _free_port(socket)
+                argv += ["--port", str(port)]
+                servers.append(
+                    (
+                        subprocess.Popen(
+                            argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                        ),
+                        f"http://127.0.0.1:{port}/info",
+                    )
+                )
+                continue
+            done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, f"{command}\n{done.stderr[-2000:]}"
+            if "translate.py" in command and "--info" not in command:
+                assert done.stdout.strip(), "no translation printed"
+        folder = tmp_path / commands[0].split("hydra.run.dir=")[1].split()[0]
+        assert (folder / "checkpoints" / "best.pt").exists()
+        assert list(folder.glob("events.out.tfevents.*"))
+        for process, url in servers:
+            deadline = time.monotonic() + 120
+            while True:
+                assert process.poll() is None, f"{process.args} ended with {process.returncode}"
+                try:
+                    with urllib.request.urlopen(url, timeout=5) as answer:
+                        assert answer.status == 200
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(1)
+    finally:
+        for process, _ in servers:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def _free_port(socket) -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_the_tutorial_notebook_executes(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    notebook = nbformat.read(DOCS / "tutorial" / "attention_tour.ipynb", as_version=4)
+    os.environ.setdefault("MINITRANS_CACHE_DIR", str(tmp_path / "cache"))
+    client = nbclient.NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
+    assert not [output for output in outputs if output.output_type == "error"]
+    assert any(output.output_type == "display_data" for output in outputs), "no figure drawn"
