@@ -54,6 +54,7 @@ TINY = {
 def sweep_command(tmp_path: Path, sweep: Path, *args: str, **settings) -> list[str]:
     """``scripts/train.py -m ARGS`` with the tiny settings (``settings`` changes some), into ``sweep``."""
     tiny = TINY | {key.replace("__", "."): value for key, value in settings.items()}
+    tiny = {key: value for key, value in tiny.items() if value is not None}  # None: left to the experiment
     return [
         sys.executable,
         "scripts/train.py",
@@ -163,6 +164,61 @@ def test_a_submitit_sweep_job_preempted_with_sigusr2_is_requeued_and_resumes_in_
     result = compare([sweep])
     assert [run.summary.steps for run in result.runs] == [600, 600]
     assert [run.num_heads for run in result.runs] == [1, 2]
+
+
+@pytest.mark.slow
+def test_an_optuna_search_of_three_trials_names_trials_by_the_searched_values_and_gives_the_best_command(tmp_path):
+    sweep = tmp_path / "optuna"
+    done = run_sweep(tmp_path, sweep, "experiment=heads_dk_search", "hydra.sweeper.n_trials=3", model__d_ff=None)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "Best parameters:" in output and (sweep / "optimization_results.yaml").exists()
+    searched = ["model.d_ff", "model.d_k", "model.num_heads", "trainer.label_smoothing", "trainer.lr"]
+    jobs = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    assert [job.split("_", 1)[0] for job in jobs] == ["0", "1", "2"]
+    for job in jobs:
+        assert [item.split("=")[0] for item in job.split("_", 1)[1].split(",")] == searched
+    result = compare([sweep])
+    assert len(result.runs) == 3
+    best = yaml.safe_load((sweep / "optimization_results.yaml").read_text())["best_params"]
+    (line,) = [note for note in result.notes if note.startswith("best trial: ")]
+    command = line.split(": ", 2)[2]
+    assert command.startswith("python scripts/train.py ") and "experiment=heads_dk_search" in command
+    assert all(f"{key}={value}" in command.split() for key, value in best.items())
+    assert max(run.summary.valid["bleu"] for run in result.runs) == pytest.approx(
+        yaml.safe_load((sweep / "optimization_results.yaml").read_text())["best_value"]
+    )
+
+
+def compose_experiment(*overrides: str, hydra: bool = False):
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+            return compose(config_name="train", overrides=list(overrides), return_hydra_config=hydra)
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def test_heads_dk_matched_holds_h_times_d_k_at_128_and_sweeps_only_the_heads():
+    params = dict(compose_experiment("experiment=heads_dk_matched", hydra=True).hydra.sweeper.params)
+    assert swept_keys(params) == {"model.num_heads"}
+    shapes = []
+    for heads in params["model.num_heads"].split(","):
+        job = compose_experiment(
+            "experiment=heads_dk_matched", f"model.num_heads={heads}", f"model.d_k={params['model.d_k']}"
+        )
+        model = to_dataclass(job).model
+        shapes.append((model.num_heads, model.d_k))
+    assert shapes == [(1, 128), (2, 64), (4, 32), (8, 16), (16, 8)]
+
+
+def test_heads_dk_search_maximises_validation_bleu_over_five_knobs_with_a_trial_budget():
+    sweeper = compose_experiment("experiment=heads_dk_search", hydra=True).hydra.sweeper
+    assert sweeper._target_.endswith("OptunaSweeper") and sweeper.sampler._target_.endswith("TPESampler")
+    assert sweeper.direction == "maximize" and sweeper.n_trials > 0
+    searched = {"model.num_heads", "model.d_k", "model.d_ff", "trainer.lr", "trainer.label_smoothing"}
+    assert swept_keys(dict(sweeper.params)) == searched
 
 
 def test_heads_dk_sweep_experiment_composes_and_sweeps_heads_and_d_k():
