@@ -4,6 +4,7 @@ the training data a checkpoint records compared with the data it is evaluated or
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import datasets
@@ -119,3 +120,75 @@ def test_lengths_the_grammar_cannot_give_are_a_config_error_without_stubs(tmp_pa
     cfg = DataConfig(cache_dir=str(tmp_path), min_words=1000, max_words=1000, num_train=2, num_valid=1, num_test=1)
     with pytest.raises(ConfigError, match=r"^data\.min_words: .*lower data\.min_words"):
         prepare_corpus(cfg)
+
+
+# ---- folders left by killed runs -------------------------------------------------------------------
+NO_SUCH_PID = 2**22 + 4321  # above Linux's largest pid_max
+
+
+def partial_folder(parent: Path, name: str, mark: str | None) -> Path:
+    path = parent / name
+    (path / "splits").mkdir(parents=True)
+    (path / "splits" / "data-00000-of-00001.arrow").write_bytes(b"half of it")
+    if mark is not None:
+        (path / ".minitrans-partial").write_text(mark)
+    return path
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a dead writer is told by its pid on POSIX only")
+def test_partial_folders_of_killed_runs_are_removed_and_nothing_else(tmp_path):
+    import socket
+
+    from minitrans.data.corpus import prepare_corpus
+
+    corpora = tmp_path / "cache" / "corpora"
+    host = socket.gethostname()
+    dead = partial_folder(corpora, ".0123456789abcdef.k1ll3d", f"{host} {NO_SUCH_PID}")
+    alive = partial_folder(corpora, ".0123456789abcdef.wr1t1ng", f"{host} {os.getppid()}")  # still saving
+    elsewhere = partial_folder(corpora, ".0123456789abcdef.0th3r", f"another-machine {NO_SUCH_PID}")
+    unmarked = partial_folder(corpora, ".not-ours.folder", None)
+    old = partial_folder(corpora, ".0123456789abcdef.01d", f"another-machine {NO_SUCH_PID}")
+    os.utime(old / ".minitrans-partial", (0, 0))
+    root = tmp_path / "files"
+    root.mkdir()
+    write(root / "train.en", EN)
+    write(root / "train.fr", FR)
+    corpus = prepare_corpus(config(tmp_path, root=str(root)))
+    assert not dead.exists() and not old.exists()
+    assert alive.exists() and elsewhere.exists() and unmarked.exists()
+    finished = corpora / corpus.key
+    assert finished.is_dir() and not (finished / ".minitrans-partial").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_a_corpus_save_killed_by_sigkill_is_cleaned_by_the_next_run(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from minitrans.data.corpus import prepare_corpus
+
+    corpora = tmp_path / "cache" / "corpora"
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from minitrans.data.token_ids import save_atomically\n"
+        "def write(tmp):\n"
+        "    (tmp / 'splits').mkdir(); print('writing', flush=True); time.sleep(60)\n"
+        "save_atomically(Path(sys.argv[1]) / 'abcdef0123456789', write)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script, str(corpora)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "writing"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    left = list(corpora.glob(".abcdef0123456789.*"))
+    assert len(left) == 1
+    time.sleep(0.1)
+    root = tmp_path / "files"
+    root.mkdir()
+    write(root / "train.en", EN)
+    write(root / "train.fr", FR)
+    prepare_corpus(config(tmp_path, root=str(root)))
+    assert not left[0].exists()

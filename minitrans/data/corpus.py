@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from minitrans.core.config import ConfigError, DataConfig
 from minitrans.data.cleaning import clean_pairs, emptied_message
 from minitrans.data.sources import corpus_source, resolve_splits
-from minitrans.data.token_ids import save_atomically
+from minitrans.data.token_ids import remove_partial_folders, save_atomically
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,8 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
     identity = source.identity(sources)
     key = hashlib.sha256(json.dumps([PIPELINE_VERSION, identity, settings], sort_keys=True).encode()).hexdigest()[:16]
     folder = Path(cfg.cache_dir).expanduser() / "corpora" / key
+    for partial in remove_partial_folders(folder.parent):
+        log.info("removed %s, left by a run killed while it saved a corpus", partial)
     if (folder / "report.json").exists():
         try:
             report = json.loads((folder / "report.json").read_text(encoding="utf-8"))

@@ -8,7 +8,9 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -76,16 +78,54 @@ def _chunk(lists: list[Sequence[int]]) -> TokenIds:
     return TokenIds(flat, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
 
 
+PARTIAL_MARK = ".minitrans-partial"  # in a folder being written: "host pid"; only such folders are ever removed
+STALE_SECONDS = 24 * 3600  # a partial folder of another machine (a shared cache) is removed only this late
+
+
 def save_atomically(folder: Path, write: Callable[[Path], None]) -> None:
     """Let ``write`` fill a temporary folder beside ``folder``, then rename it into place: an
-    interrupted run never leaves a half-written cache entry (a finished one by another process wins)."""
+    interrupted run never leaves a half-written cache entry (a finished one by another process
+    wins). A killed run's temporary folder is removed by :func:`remove_partial_folders`."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
+        (tmp / PARTIAL_MARK).write_text(f"{socket.gethostname()} {os.getpid()}", encoding="utf-8")
         write(tmp)
+        (tmp / PARTIAL_MARK).unlink()
         os.replace(tmp, folder)
     except OSError:
         if not folder.exists():
             raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove_partial_folders(parent: Path) -> list[Path]:
+    """Remove the temporary folders that killed runs left in ``parent`` (a cache folder); returns
+    them. Only a folder holding our mark is removed, and only once the process that wrote it is
+    gone (same machine), or a day after it was written (another machine sharing the cache)."""
+    removed = []
+    for path in parent.glob(".*.*") if parent.is_dir() else []:
+        mark = path / PARTIAL_MARK
+        try:
+            host, pid = mark.read_text(encoding="utf-8").split()
+            age = time.time() - mark.stat().st_mtime
+        except (OSError, ValueError):
+            continue  # not ours, or already gone
+        if path.is_symlink() or not (age > STALE_SECONDS or (host == socket.gethostname() and _is_gone(int(pid)))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _is_gone(pid: int) -> bool:
+    if os.name != "posix" or pid == os.getpid():
+        return False  # no safe way to ask here (on Windows os.kill ends the process): wait for STALE_SECONDS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # e.g. another user's process: alive
+        return False
+    return False

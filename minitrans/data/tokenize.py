@@ -14,7 +14,7 @@ import datasets
 
 from minitrans.data.corpus import arrow_table
 from minitrans.data.digest import pairs_digest
-from minitrans.data.token_ids import TokenIds, save_atomically
+from minitrans.data.token_ids import TokenIds, remove_partial_folders, save_atomically
 from minitrans.data.tokenizer import Tokenizer
 
 
@@ -60,6 +60,7 @@ def tokenize_pairs(
     ``key`` identifies the split's content (``PreparedCorpus.key``)."""
     digest = hashlib.sha256(tokenizer.src_proto + tokenizer.tgt_proto).hexdigest()[:16]
     folder = Path(cache_dir).expanduser() / "ids" / f"{key}-{digest}"
+    remove_partial_folders(folder.parent)  # left by runs killed while saving
     if (folder / "tgt.offsets.npy").exists():
         try:
             src, tgt = TokenIds.load(folder, "src"), TokenIds.load(folder, "tgt")
