@@ -192,3 +192,44 @@ def test_a_corpus_save_killed_by_sigkill_is_cleaned_by_the_next_run(tmp_path):
     write(root / "train.fr", FR)
     prepare_corpus(config(tmp_path, root=str(root)))
     assert not left[0].exists()
+
+
+# ---- stale preparations ----------------------------------------------------------------------------
+def edit_in_place(path: Path, old: str, new: str) -> None:
+    """Change the file's text, then give it back its modification time (as rsync -t or a restore would)."""
+    stat = path.stat()
+    path.write_bytes(path.read_bytes().replace(old.encode(), new.encode()))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_an_edit_that_keeps_size_and_time_of_parallel_files_is_seen(tmp_path):
+    from minitrans.data.corpus import prepare_corpus
+
+    root = tmp_path / "files"
+    root.mkdir()
+    write(root / "train.en", EN)
+    write(root / "train.fr", FR)
+    cfg = config(tmp_path, root=str(root))
+    first = prepare_corpus(cfg)
+    size = (root / "train.en").stat().st_size
+    edit_in_place(root / "train.en", "the dog", "one cat")  # same length
+    assert (root / "train.en").stat().st_size == size
+    again = prepare_corpus(cfg)
+    assert again.key != first.key
+    sources = [text for name in ("train", "valid", "test") for text in again.splits[name]["src"]]
+    assert sources and all(text.startswith("one cat") for text in sources)
+
+
+def test_an_edit_that_keeps_the_time_of_a_json_lines_file_is_seen(tmp_path):
+    import json
+
+    from minitrans.data.corpus import prepare_corpus
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"en": e, "fr": f}) + "\n" for e, f in zip(EN, FR)))
+    cfg = config(tmp_path, name="hf", path=str(path))
+    first = prepare_corpus(cfg)
+    edit_in_place(path, "the dog", "a big cat")  # longer: only the time is kept
+    again = prepare_corpus(cfg)
+    assert again.key != first.key
+    assert all(text.startswith("a big cat") for text in again.splits["train"]["src"])

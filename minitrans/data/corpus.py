@@ -3,9 +3,9 @@ the embedded grammar, a folder of parallel files, Multi30k, anything ``datasets`
 training pairs cleaned, missing validation / test splits held out, all cached on disk (its
 tokenisation: minitrans.data.tokenize).
 
-The prepared corpus is cached under ``data.cache_dir``/corpora, keyed by the source (file
-sizes and times, ``datasets`` fingerprints, or the generator's settings and code) and every
-setting that shapes it; a second start memory-maps it. Problems with the data raise a
+The prepared corpus is cached under ``data.cache_dir``/corpora, keyed by the source (a
+digest of every byte of local files, a Hub dataset's ``datasets`` fingerprints, or the
+generator's code) and every setting that shapes it; a second start memory-maps it. Problems with the data raise a
 :class:`~minitrans.core.config.ConfigError` naming the key to change.
 """
 

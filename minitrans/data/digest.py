@@ -6,6 +6,7 @@ collide. Vectorised over Arrow buffers: a million pairs take well under a second
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import datasets
 import numpy as np
@@ -37,4 +38,18 @@ def pairs_digest(pairs: pa.Table | datasets.Dataset, prefix: bytes = b"") -> str
     digest.update(len(pairs).to_bytes(8, "little"))
     for name in ("src", "tgt"):
         _update(digest, pairs.column(name))
+    return digest.hexdigest()
+
+
+def files_digest(paths: list[Path], root: Path | None = None) -> str:
+    """The hex SHA-256 of files' names (relative to ``root``), sizes and every byte: what a cache
+    of something read from them is keyed by. Reading is cheap next to what is derived (a GB
+    in a second or two); sizes and times alone miss an edit that keeps them."""
+    digest = hashlib.sha256()
+    for path in paths:
+        name = str(path.relative_to(root) if root is not None else path.name)
+        digest.update(f"{len(name)}:{name}:{path.stat().st_size}:".encode())
+        with open(path, "rb") as file:
+            while block := file.read(1 << 20):
+                digest.update(block)
     return digest.hexdigest()

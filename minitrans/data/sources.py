@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 import datasets
 
 from minitrans.core.config import ConfigError, DataConfig
+from minitrans.data.digest import files_digest
 
 VALID_ALIASES = ("valid", "validation", "val", "dev")  # tried in order when data.valid_split is absent
 TEST_ALIASES = ("test",)
@@ -212,12 +213,10 @@ class ParallelSource:
         from minitrans.data.parallel import split_paths
 
         root = self.root.resolve()
-        out = [str(root)]
-        for split in sorted(splits):
-            for path in split_paths(root, self.cfg.src_lang, self.cfg.tgt_lang, split):  # every layout's names
-                stat = path.stat()
-                out.append([path.name, stat.st_size, stat.st_mtime_ns])
-        return out
+        paths = [
+            path for split in sorted(splits) for path in split_paths(root, self.cfg.src_lang, self.cfg.tgt_lang, split)
+        ]
+        return [str(root), files_digest(paths, root)]  # every layout's names; their content, not their times
 
     def load(self, splits: list[str]) -> datasets.DatasetDict:
         from minitrans.data.parallel import load_parallel
@@ -233,13 +232,26 @@ class ParallelSource:
 class HfSource:
     cfg: DataConfig
     _loaded: tuple | None = field(default=None, repr=False)  # (pairs, fingerprints): loaded once
+    _content: str | None = field(default=None, repr=False)  # the digest of a local path's files
     root_key = "path"
+
+    def _local_digest(self) -> str | None:
+        """The content digest of a local file or folder (None for a Hub id)."""
+        path = Path(self.cfg.path).expanduser()
+        if self._content is None and path.exists():
+            files = [path] if path.is_file() else [f for f in sorted(path.rglob("*")) if f.is_file()]
+            hidden = [f for f in files if any(part.startswith(".") for part in f.relative_to(path.parent).parts)]
+            self._content = files_digest([f for f in files if f not in hidden], path.parent)
+        return self._content
 
     def _load_all(self) -> tuple[datasets.DatasetDict, list[str]]:
         if self._loaded is None:
             from minitrans.data.hf import load_hf
 
-            self._loaded = load_hf(self.cfg)
+            cfg, content = self.cfg, self._local_digest()
+            if content is not None:  # datasets keys its conversion of local files by their times: key it by content
+                cfg = replace(cfg, cache_dir=str(Path(cfg.cache_dir).expanduser() / "hf" / f"content-{content[:16]}"))
+            self._loaded = load_hf(cfg)
         return self._loaded
 
     def describe(self) -> str:
@@ -252,7 +264,10 @@ class HfSource:
         return {}
 
     def identity(self, splits: list[str]) -> list:
-        return self._load_all()[1]
+        content = self._local_digest()
+        if content is None:
+            return self._load_all()[1]  # a Hub dataset: datasets' fingerprints of its revision
+        return [str(Path(self.cfg.path).expanduser().resolve()), content]
 
     def load(self, splits: list[str]) -> datasets.DatasetDict:
         return self._load_all()[0]
