@@ -173,6 +173,8 @@ def test_an_optuna_search_of_three_trials_names_trials_by_the_searched_values_an
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "Best parameters:" in output and (sweep / "optimization_results.yaml").exists()
+    printed = re.search(r"best trial: (\S+); to train it again:\n  (python scripts/train.py .*)", done.stdout)
+    assert printed, output  # at the end of the search
     searched = ["model.d_ff", "model.d_k", "model.num_heads", "trainer.label_smoothing", "trainer.lr"]
     jobs = sorted(p.name for p in sweep.iterdir() if p.is_dir())
     assert [job.split("_", 1)[0] for job in jobs] == ["0", "1", "2"]
@@ -185,6 +187,7 @@ def test_an_optuna_search_of_three_trials_names_trials_by_the_searched_values_an
     command = line.split(": ", 2)[2]
     assert command.startswith("python scripts/train.py ") and "experiment=heads_dk_search" in command
     assert all(f"{key}={value}" in command.split() for key, value in best.items())
+    assert printed.group(2) == command and line.startswith(f"best trial: {printed.group(1)} ")
     assert max(run.summary.valid["bleu"] for run in result.runs) == pytest.approx(
         yaml.safe_load((sweep / "optimization_results.yaml").read_text())["best_value"]
     )
@@ -219,6 +222,15 @@ def test_heads_dk_search_maximises_validation_bleu_over_five_knobs_with_a_trial_
     assert sweeper.direction == "maximize" and sweeper.n_trials > 0
     searched = {"model.num_heads", "model.d_k", "model.d_ff", "trainer.lr", "trainer.label_smoothing"}
     assert swept_keys(dict(sweeper.params)) == searched
+
+
+def test_the_slurm_gpu_launcher_extends_submitits_slurm_schema_for_one_gpu_per_job():
+    launcher = compose_experiment("hydra/launcher=slurm_gpu", hydra=True).hydra.launcher
+    assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")  # the plugin's own, with its schema
+    assert launcher.partition == "gpu" and launcher.gpus_per_node == 1 and launcher.tasks_per_node == 1
+    assert launcher.signal_delay_s > 0 and launcher.max_num_timeout > 0  # SIGUSR2 before the limit, requeues
+    with pytest.raises(Exception, match="partitoin"):  # a typo is refused by the schema, not passed to sbatch
+        compose_experiment("hydra/launcher=slurm_gpu", "hydra.launcher.partitoin=x", hydra=True)
 
 
 def test_heads_dk_sweep_experiment_composes_and_sweeps_heads_and_d_k():

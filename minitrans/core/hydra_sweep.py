@@ -17,6 +17,10 @@ here is named after the overrides of the keys the sweep varies (``3_model.num_he
 Nothing known to vary (a ``-m`` run of single values): Hydra's own ``override_dirname``.
 Hydra carries the resolvers registered in the launching process to its launchers' workers
 (``Singleton.get_state`` holds them), so ``${swept_overrides:}`` resolves there too.
+
+An Optuna search (``hydra/sweeper=optuna``) ends with its best trial as one command line that
+trains it again: :class:`BestTrialCommand`, a Hydra callback, prints it at the end of the sweep,
+and ``compare.py`` prints it for the sweep folder.
 """
 
 from __future__ import annotations
@@ -79,4 +83,71 @@ def swept_overrides(hydra: Any) -> str:
     return re.sub("=", kv_sep, item_sep.join(lines))
 
 
-__all__ = ["MULTIRUN_FILE", "sweep_command_line", "swept_keys", "swept_overrides"]
+OPTUNA_RESULTS = "optimization_results.yaml"  # what Hydra's Optuna sweeper writes into the sweep folder
+
+
+def job_overrides(folder: str | Path) -> list[str] | None:
+    """The command-line overrides a run was started with (Hydra's ``.hydra/overrides.yaml``)."""
+    import yaml
+
+    try:
+        overrides = yaml.safe_load((Path(folder) / ".hydra" / "overrides.yaml").read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    return [str(line) for line in overrides] if isinstance(overrides, list) else None
+
+
+def train_command(overrides: list[str]) -> str:
+    """One ``python scripts/train.py …`` line, each override quoted for the shell where it must be."""
+    import shlex
+
+    return " ".join(["python", "scripts/train.py", *map(shlex.quote, overrides)])
+
+
+def best_trial_folder(sweep_dir: str | Path) -> Path | None:
+    """The job folder of the best trial of the Optuna search in ``sweep_dir``: the one whose
+    overrides hold the ``best_params`` of its ``optimization_results.yaml``; None without one."""
+    import yaml
+
+    sweep_dir = Path(sweep_dir)
+    try:
+        results = yaml.safe_load((sweep_dir / OPTUNA_RESULTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    best = {f"{key}={value}" for key, value in ((results or {}).get("best_params") or {}).items()}
+    jobs = sorted(p.parent.parent for p in sweep_dir.glob("*/.hydra/overrides.yaml"))
+    return next((job for job in jobs if best and best <= set(job_overrides(job) or ())), None)
+
+
+def _callback_base() -> type:
+    try:
+        from hydra.experimental.callback import Callback
+    except ImportError:  # pragma: no cover - Hydra without callbacks
+        return object
+    return Callback
+
+
+class BestTrialCommand(_callback_base()):
+    """A Hydra callback (``hydra.callbacks``) that prints, when a sweep ends, the command line of
+    its best trial, if the sweep was an Optuna search."""
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        from omegaconf import OmegaConf
+
+        sweep_dir = OmegaConf.select(config, "hydra.sweep.dir")
+        job = best_trial_folder(sweep_dir) if sweep_dir else None
+        if job is not None and (overrides := job_overrides(job)) is not None:
+            print(f"best trial: {job.name}; to train it again:\n  {train_command(overrides)}", flush=True)
+
+
+__all__ = [
+    "MULTIRUN_FILE",
+    "OPTUNA_RESULTS",
+    "BestTrialCommand",
+    "best_trial_folder",
+    "job_overrides",
+    "sweep_command_line",
+    "swept_keys",
+    "swept_overrides",
+    "train_command",
+]

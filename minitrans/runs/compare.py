@@ -18,11 +18,11 @@ pairs, each figure once per pair, ``heads_dk_bleu.en-de.png``):
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitrans.core.hydra_sweep import OPTUNA_RESULTS, best_trial_folder, job_overrides, train_command
 from minitrans.runs.compare_plots import (
     heads_dk_grid,
     line_styles,
@@ -33,7 +33,6 @@ from minitrans.runs.compare_plots import (
 from minitrans.runs.compare_table import comparison_table, eval_columns
 from minitrans.runs.run_set import SUMMARY, Run, Skipped, by_pair, find_runs, read_evals, run_labels
 
-OPTUNA_RESULTS = "optimization_results.yaml"  # what Hydra's Optuna sweeper writes into the sweep folder
 PLOTS = (
     ("heads_dk_bleu", plot_heads_dk, "the Transformer runs do not vary num_heads or d_k"),
     ("heads_matched_bleu", plot_matched_heads, "no two head counts share an h·d_k"),
@@ -50,33 +49,19 @@ class Comparison:
     notes: list[str]
 
 
-def job_overrides(folder: Path) -> list[str] | None:
-    """The command-line overrides a run was started with (Hydra's ``.hydra/overrides.yaml``)."""
-    import yaml
-
-    try:
-        overrides = yaml.safe_load((Path(folder) / ".hydra" / "overrides.yaml").read_text(encoding="utf-8"))
-    except (OSError, ValueError, yaml.YAMLError):
-        return None
-    return [str(line) for line in overrides] if isinstance(overrides, list) else None
-
-
 def best_trial(sweep: Path, runs: Sequence[Run]) -> tuple[Run, str] | None:
     """The best trial of the Optuna search in ``sweep`` (its ``optimization_results.yaml``) and
-    the one ``python scripts/train.py …`` command line that trains it again; None without one."""
-    import yaml
-
-    try:
-        results = yaml.safe_load((sweep / OPTUNA_RESULTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError, yaml.YAMLError):
+    the one ``python scripts/train.py …`` command line that trains it again; None without one.
+    A trial whose overrides are not found: the run of the best validation BLEU."""
+    if not (sweep / OPTUNA_RESULTS).is_file():
         return None
-    best = {f"{key}={value}" for key, value in ((results or {}).get("best_params") or {}).items()}
     trials = [run for run in runs if sweep.resolve() in run.folder.resolve().parents]
-    matching = [run for run in trials if best <= set(job_overrides(run.folder) or ())]
+    folder = best_trial_folder(sweep)
+    matching = [run for run in trials if folder is not None and run.folder.resolve() == folder.resolve()]
     ranked = matching or sorted(trials, key=lambda run: -run.summary.valid.get("bleu", float("-inf")))
     if not ranked or (overrides := job_overrides(ranked[0].folder)) is None:
         return None
-    return ranked[0], " ".join(["python", "scripts/train.py", *map(shlex.quote, overrides)])
+    return ranked[0], train_command(overrides)
 
 
 def _pair_suffix(pair: str) -> str:
