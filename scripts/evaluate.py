@@ -29,12 +29,8 @@ from pathlib import Path
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from minitrans.core.config import (
-    BEAM_RANGE,
-    DecodingOptions,
-    add_decoding_flags,
-    cli_number,
-)
+from minitrans.core.checks import cli_number
+from minitrans.core.config import BEAM_RANGE, DecodingOptions, add_decoding_flags
 from minitrans.core.textio import plain_truncation_warnings
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
-from minitrans.core.config import DataConfig, DecodingOptions, cli_number
+from minitrans.core.checks import cli_number
+from minitrans.core.config import DataConfig, DecodingOptions
 from minitrans.core.textio import plain_truncation_warnings
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split

@@ -26,7 +26,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from minitrans.core.config import ConfigError
+from minitrans.core.checks import ConfigError
 from minitrans.core.hydra_config import check_command_line, register_configs, to_dataclass
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -45,7 +45,8 @@ def main(cfg: DictConfig) -> float | None:
     import datasets
 
     from minitrans.core.checkpoint import CheckpointError
-    from minitrans.training.trainer import TrainingError, TrainingStopped, summary_line, train
+    from minitrans.runs.summary import summary_line
+    from minitrans.training.trainer import TrainingError, TrainingStopped, train
 
     datasets.disable_progress_bars()  # tqdm shows training progress; corpus preparation stays quiet
     hydra_cfg = HydraConfig.get()
@@ -63,12 +64,19 @@ def main(cfg: DictConfig) -> float | None:
         fail(f"{error.filename or 'writing the run'}: {error.strerror or error}", 1)
     except TrainingStopped as stopped:
         if int(os.environ.get("RANK", 0)) == 0:  # every rank stopped at the same step
-            print(str(stopped), file=sys.stderr)
+            print(f"{stopped}\n{stopped.resume_line(hydra_cfg.overrides.task, resume_program())}", file=sys.stderr)
         raise SystemExit(stopped.exit_code) from None
     if summary is None:  # a rank other than 0 under torchrun
         return None
     print(summary_line(summary, hydra_cfg.runtime.output_dir))
     return summary.valid["bleu"]
+
+
+def resume_program() -> str:
+    """How this script was started, for the line that says how to resume."""
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    launcher = f"torchrun --nproc_per_node={world}" if world > 1 else "python"
+    return f"{launcher} {sys.argv[0]}"
 
 
 def check_run_dir_argument(args: list[str]) -> str | None:

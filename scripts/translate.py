@@ -30,13 +30,8 @@ from typing import TYPE_CHECKING
 # Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from minitrans.core.config import (
-    BEAM_RANGE,
-    MAX_POSITIONS,
-    DecodingOptions,
-    add_decoding_flags,
-    cli_number,
-)
+from minitrans.core.checks import cli_number
+from minitrans.core.config import BEAM_RANGE, MAX_POSITIONS, DecodingOptions, add_decoding_flags
 from minitrans.core.textio import InputError, numbered_path, plain_truncation_warnings, read_sentences
 
 if TYPE_CHECKING:

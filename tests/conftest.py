@@ -1,5 +1,6 @@
-"""Shared fixtures: a tiny training configuration, as Hydra overrides or as a TrainConfig, and
-a way to run ``scripts/train.py`` in a subprocess. Tiny means seconds per run on one CPU core."""
+"""Shared fixtures: a tiny training configuration (the ``debug=tiny`` recipe), as Hydra overrides
+or as a TrainConfig, and a way to run ``scripts/train.py`` in a subprocess. Tiny means seconds per
+run on one CPU core."""
 
 from __future__ import annotations
 
@@ -13,27 +14,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_SCRIPT = REPO / "scripts" / "train.py"
 
-# A few hundred short generated pairs, a model of ~40k parameters, one thread, quiet output.
+# conf/debug/tiny.yaml (what users get with debug=tiny), on one thread and without a bar, plus
+# the recipe the tests were written against: dropout on (so resuming must restore its random
+# state) and a schedule that needs no end point; tests/test_schedule.py covers the decays.
 TINY = [
-    "data.num_train=120",
-    "data.num_valid=12",
-    "data.num_test=12",
-    "data.min_words=3",
-    "data.max_words=10",
-    "data.vocab_size=400",
-    "model.d_model=32",
-    "model.num_heads=2",
-    "model.d_ff=64",
-    "model.num_encoder_layers=1",
-    "model.num_decoder_layers=1",
-    "trainer.batch_tokens=400",
-    "trainer.warmup_steps=10",
-    "trainer.eval_sentences=4",
-    "trainer.sample_sentences=0",
+    "debug=tiny",
     "trainer.num_threads=1",
     "trainer.progress=false",
-    # the recipe the tests were written against: dropout on (so resuming must restore its random
-    # state) and a schedule that needs no end point; tests/test_schedule.py covers the decays
     "model.dropout=0.1",
     "trainer.schedule=inverse_sqrt",
 ]

@@ -10,9 +10,9 @@ import pytest
 import torch
 from test_translate import build_checkpoint
 
-from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint, save_checkpoint
 from minitrans.inference.translator import Translator
-from minitrans.runs.averaging import average_checkpoints, average_state_dicts
+from minitrans.runs.averaging import average_checkpoints
 from minitrans.training.trainer import train
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+from minitrans.bench import steps
 from minitrans.bench import training as bench
 from minitrans.bench.measure import training_flops
 from minitrans.bench.reference import TorchTransformer, build
@@ -125,8 +126,8 @@ def test_benchmark_steps_with_the_trainers_step_and_loss(monkeypatch):
         return real_loss(*args, **kwargs) * float("nan")  # a non-finite loss: the shared step skips the update
 
     monkeypatch.setattr(step_module, "token_loss", counted)
-    bench.make_step(model, torch.device("cpu"))(collate([[5, 6, 3]], [[7, 8]]))
-    assert calls == [bench.LABEL_SMOOTHING]
+    steps.make_step(model, torch.device("cpu"))(collate([[5, 6, 3]], [[7, 8]]))
+    assert calls == [steps.LABEL_SMOOTHING]
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from minitrans.core.config import CleanConfig, ConfigError
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import CleanConfig
 from minitrans.data.cleaning import clean_pairs, emptied_message
 
 

@@ -61,6 +61,26 @@ def test_every_experiment_composes(experiment):
     assert count(build(cfg)) > 0
 
 
+@pytest.mark.parametrize("debug", options("debug"))
+def test_every_debug_config_composes_small_and_short(debug):
+    assert debug in ("tiny", "overfit") and len(options("debug")) >= 2
+    cfg = to_dataclass(compose_train([f"debug={debug}"]))
+    assert count(build(cfg)) < 100_000 and cfg.data.num_train <= 120 and cfg.trainer.max_steps <= 300
+
+
+def test_experiments_extend_each_other_instead_of_repeating_blocks():
+    """bottleneck_multi30k is the bottleneck study on Multi30k: it names bottleneck in its defaults
+    and states only what differs, and composes to bottleneck's settings on Multi30k."""
+    import yaml
+
+    text = yaml.safe_load((CONF / "experiment" / "bottleneck_multi30k.yaml").read_text())
+    assert "bottleneck" in text["defaults"] and "model" not in text and "hydra" not in text
+    base = to_dataclass(compose_train(["experiment=bottleneck"]))
+    multi30k = to_dataclass(compose_train(["experiment=bottleneck_multi30k"]))
+    assert (multi30k.trainer.max_minutes, multi30k.model.dropout) == (base.trainer.max_minutes, base.model.dropout)
+    assert multi30k.data.name == "multi30k" and multi30k.data.test_splits == ["test_2016_flickr"]
+
+
 def test_d_k_is_its_own_knob():
     cfg = to_dataclass(compose_train(["model.num_heads=3", "model.d_k=24"]))
     assert (cfg.model.num_heads, cfg.model.d_k) == (3, 24)

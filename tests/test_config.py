@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from minitrans.core.config import ConfigError, TrainerConfig, TransformerConfig
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import TrainerConfig, TransformerConfig
 from minitrans.core.hydra_config import check_command_line
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -212,7 +213,7 @@ def test_evaluate_refuses_a_negative_limit(capsys):
 def test_a_device_this_machine_lacks_is_a_config_error():
     import torch
 
-    from minitrans.training.trainer import training_device as pick_device
+    from minitrans.training.setup import training_device as pick_device
 
     if not torch.backends.mps.is_available():
         with pytest.raises(ConfigError, match="^trainer.device: mps was asked for"):
@@ -242,3 +243,19 @@ def test_the_other_entry_points_bound_their_numbers_too(entry, flags, expected, 
         main(flags)
     assert stop.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith(expected)
+
+
+def test_what_the_command_line_check_relies_on_in_hydra_is_still_there():
+    """The check reads the command line with Hydra's own parser and a missing group option from
+    compose's MissingConfigException; a Hydra upgrade that changes either fails here, loudly."""
+    from hydra.errors import MissingConfigException
+
+    from minitrans.core.hydra_config import parse_hydra_command_line
+
+    args = parse_hydra_command_line(["-m", "--config-dir", "extra", "-cn", "other", "--cfg", "job", "a=1", "b=2"])
+    assert (args.multirun, args.config_dir, args.config_name, args.cfg) == (True, "extra", "other", "job")
+    assert args.overrides == ["a=1", "b=2"]
+    assert parse_hydra_command_line(["--no-such-flag"]) is None  # Hydra reports it in its own words
+    error = MissingConfigException("missing", missing_cfg_file="model/typo", options=["rnn"])
+    assert (error.missing_cfg_file, error.options) == ("model/typo", ["rnn"])
+    assert check_command_line(["experiment=typo"], CONFIG_DIR).startswith("experiment: no config 'typo' (available: ")

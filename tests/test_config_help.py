@@ -1,16 +1,16 @@
-"""``train.py --help`` lists the groups without the internal schemas and every key with the
-comment written beside its field; a schema is refused as a group choice."""
+"""``train.py --help`` lists the groups without the internal schemas and every key with its
+default and the help text of its field's metadata; a schema is refused as a group choice."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from minitrans.core.config import CleanConfig, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
-from minitrans.core.config_help import HIDDEN_PREFIX, field_comments, help_config, help_text
+from minitrans.core.config import CleanConfig, DataConfig, RNNConfig, TrainerConfig, TransformerConfig, knob
+from minitrans.core.config_help import ConfigKey, config_reference, help_config, help_text, schema_keys
 from minitrans.core.hydra_config import check_command_line
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -37,38 +37,42 @@ def test_the_group_files_still_get_their_schemas_types():
     assert check_command_line(["model=rnn", "data=multi30k", "trainer.lr=0.01"], CONFIG_DIR) is None
 
 
-@dataclass
-class Example:
-    plain: int = 1  # beside the field
-    # above the field
-    above: str = "x"
-    both: float = 0.5  # beside wins  # even with a second hash
-    none: list[int] = field(default_factory=list)
-    hidden: int | None = None  # testing aid: not in --help
-
-
-def test_field_comments_come_from_beside_or_above_each_field():
-    assert field_comments(Example) == {
-        "plain": "beside the field",
-        "above": "above the field",
-        "both": "beside wins  # even with a second hash",
-        "none": "",
-        "hidden": "testing aid: not in --help",
-    }
-
-
-def test_every_key_of_every_schema_is_described_in_one_line():
+def test_every_key_of_every_schema_is_described_in_one_line_with_its_default():
     text = help_text()
     for schema in SCHEMAS:
-        comments = field_comments(schema)
         for f in dataclasses.fields(schema):
-            assert comments[f.name], f"{schema.__name__}.{f.name} has no comment to show in --help"
-            if not comments[f.name].startswith(HIDDEN_PREFIX):
-                lines = [line for line in text.splitlines() if line.split()[:1] == [_key(schema, f.name)]]
-                assert any(comments[f.name] in line for line in lines), f.name
+            help_ = f.metadata.get("help")
+            assert help_, f"{schema.__name__}.{f.name} has no help to show"
+            if f.metadata.get("hidden") or dataclasses.is_dataclass(f.type) or f.name == "clean":
+                continue
+            lines = [line for line in text.splitlines() if line.split("=")[0].strip() == _key(schema, f.name)]
+            assert sum(help_ in line for line in lines) == 1, f.name  # model.* keys: once per model schema
     assert "crash_at_step" not in text  # a testing aid stays out of --help
+    assert "  trainer.max_steps=3000 " in text and "  model.d_k=null " in text and "  trainer.betas=[0.9,0.98] " in text
     for key in ("seed", "name"):
-        assert field_comments(TrainConfig)[key] and f"  {key} " in text
+        assert f"  {key}=" in text
+
+
+def test_the_reference_follows_the_schema_a_new_field_appears_with_its_help(monkeypatch):
+    @dataclass
+    class Extra:
+        width: int = knob(7, "how wide")
+        hidden: int | None = knob(None, "testing aid", hidden=True)
+        items: list[int] = knob(factory=lambda: [1, 2], help="some items")
+
+    assert schema_keys("x.", Extra) == [
+        ConfigKey("x.width", "7", "how wide"),
+        ConfigKey("x.items", "[1,2]", "some items"),
+    ]
+
+
+def test_the_reference_names_every_documented_section():
+    titles = [title for title, _ in config_reference()]
+    assert (
+        titles[0].startswith("model=transformer")
+        and "trainer" in titles
+        and "data.clean (training pairs only)" in titles
+    )
 
 
 def _key(schema: type, name: str) -> str:
@@ -94,4 +98,4 @@ def test_train_help_shows_groups_without_schemas_and_one_line_per_key(run_train)
     assert result.returncode == 0, result.stderr
     assert "model: rnn, rnn_attention, transformer" in result.stdout
     assert "_schema" not in result.stdout
-    assert any(line.split()[:1] == ["model.num_heads"] and "heads" in line for line in result.stdout.splitlines())
+    assert any(line.split()[:1] == ["model.num_heads=4"] and "heads" in line for line in result.stdout.splitlines())

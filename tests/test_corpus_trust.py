@@ -91,7 +91,7 @@ def test_a_byte_order_mark_leaves_the_first_line_of_validation_and_test_files(tm
     ],
 )
 def test_validating_or_testing_on_the_training_split_is_refused_at_once(values, message, tmp_path):
-    from minitrans.core.config import ConfigError
+    from minitrans.core.checks import ConfigError
     from minitrans.data.corpus import prepare_corpus
 
     with pytest.raises(ConfigError, match=message):
@@ -100,7 +100,7 @@ def test_validating_or_testing_on_the_training_split_is_refused_at_once(values, 
 
 
 def test_lengths_the_grammar_cannot_give_are_a_config_error(tmp_path, monkeypatch):
-    from minitrans.core.config import ConfigError
+    from minitrans.core.checks import ConfigError
     from minitrans.data.corpus import prepare_corpus
 
     def generate_corpus(**sizes):  # what the grammar says after its attempts at 1000-word sentences
@@ -114,7 +114,7 @@ def test_lengths_the_grammar_cannot_give_are_a_config_error(tmp_path, monkeypatc
 
 @pytest.mark.slow
 def test_lengths_the_grammar_cannot_give_are_a_config_error_without_stubs(tmp_path):
-    from minitrans.core.config import ConfigError
+    from minitrans.core.checks import ConfigError
     from minitrans.data.corpus import prepare_corpus
 
     cfg = DataConfig(cache_dir=str(tmp_path), min_words=1000, max_words=1000, num_train=2, num_valid=1, num_test=1)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from minitrans.core.config import ConfigError, DataConfig
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import DataConfig
 from minitrans.data.corpus import load_split, prepare_corpus
 from minitrans.data.parallel import available_splits, corpus_files, half_splits, split_paths
 

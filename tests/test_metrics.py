@@ -108,7 +108,8 @@ def test_bleu_by_length_uses_the_target_languages_tokenizer():
 
 
 def test_trainer_bleu_tokenize_is_checked():
-    from minitrans.core.config import ConfigError, TrainerConfig
+    from minitrans.core.checks import ConfigError
+    from minitrans.core.config import TrainerConfig
 
     assert TrainerConfig(bleu_tokenize="zh").bleu_tokenize == "zh"
     with pytest.raises(ConfigError, match="trainer.bleu_tokenize: must be one of"):

@@ -12,7 +12,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from minitrans.core.config import CleanConfig, ConfigError, DataConfig
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import CleanConfig, DataConfig
 from minitrans.data.corpus import load_split, prepare_corpus
 
 EN = [f"the dog number {i} runs home ." for i in range(60)]

@@ -204,7 +204,7 @@ def test_the_same_seed_gives_bitwise_the_same_weights_and_another_seed_does_not(
 
 def test_a_run_folder_resumes_only_the_model_and_data_it_was_trained_with(tmp_path, tiny_config):
     from minitrans.core.checkpoint import CheckpointError
-    from minitrans.core.config import ConfigError
+    from minitrans.core.checks import ConfigError
     from minitrans.inference.coverage import TrainingRecord
 
     run = tmp_path / "run"

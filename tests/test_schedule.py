@@ -10,7 +10,7 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from minitrans.core.config import ConfigError
+from minitrans.core.checks import ConfigError
 from minitrans.training.schedule import SCHEDULES, decay_schedule, lr_factor
 from minitrans.training.trainer import train
 

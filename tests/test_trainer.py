@@ -20,7 +20,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from minitrans.core.checkpoint import load_checkpoint
-from minitrans.core.config import ConfigError
+from minitrans.core.checks import ConfigError
 from minitrans.core.utils import StopRequest
 from minitrans.inference.translator import Translator
 from minitrans.training.schedule import inverse_sqrt_schedule
@@ -342,12 +342,12 @@ def test_a_resume_restores_the_random_generators_and_says_where_it_resumed(train
     run = resumable(trained, tmp_path)
     saved = load_checkpoint(run / "checkpoints" / "last.pt")
     assert saved["world_size"] == len(saved["rng"]) == 1  # written by one process
-    with caplog.at_level(logging.INFO, logger="minitrans.training.trainer"):
+    with caplog.at_level(logging.INFO, logger="minitrans.training"):
         trainer = resumed(tiny_config, run)
         rng = get_rng_state()
     assert torch.equal(rng["torch"], saved["rng"][0]["torch"])  # the stream continues where it stopped
     epoch = saved["state"]["epoch"]
-    messages = [record.getMessage() for record in caplog.records if record.name == "minitrans.training.trainer"]
+    messages = [record.getMessage() for record in caplog.records if record.name.startswith("minitrans.training")]
     assert f"resumed from {run / 'checkpoints' / 'last.pt'} at step 6 (epoch {epoch})" in messages
     assert not any("process run" in message for message in messages)  # same world size: no warning
     assert trainer.state.step == 6
@@ -355,7 +355,7 @@ def test_a_resume_restores_the_random_generators_and_says_where_it_resumed(train
 
 def test_resuming_another_number_of_processes_warns_that_dropout_will_differ(trained, tiny_config, tmp_path, caplog):
     run = resumable(trained, tmp_path, lambda payload: payload.update(rng=payload["rng"] * 2))
-    with caplog.at_level(logging.WARNING, logger="minitrans.training.trainer"):
+    with caplog.at_level(logging.WARNING, logger="minitrans.training"):
         resumed(tiny_config, run)
     warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert warnings == ["resuming a 2-process run with 1: dropout masks will differ"]
@@ -376,9 +376,8 @@ def test_a_signal_mid_training_saves_last_pt_at_that_step_and_says_where(tmp_pat
         trainer.fit()
     last = run / "checkpoints" / "last.pt"
     assert stopped.value.exit_code == 143
-    assert str(stopped.value) == (
-        f"stopped by SIGTERM after step 2; checkpoint saved to {last}; run the same command again to resume"
-    )
+    assert str(stopped.value) == (f"stopped by SIGTERM after step 2; checkpoint saved to {last}")
+    assert stopped.value.run_dir == run and stopped.value.then == "resume"
     assert load_checkpoint(last)["state"]["step"] == 2  # the step that was under way when it came
     assert sorted(scalars(run, "train/loss_label_smoothed")) == [1, 2]  # the logs are on disk with it
     assert not (run / "checkpoints" / "best.pt").exists()  # no evaluation ran: only the stop saved

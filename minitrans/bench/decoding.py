@@ -35,7 +35,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from minitrans.core.config import BEAM_RANGE, DecodingOptions, cli_number  # noqa: E402
+from minitrans.core.checks import cli_number  # noqa: E402
+from minitrans.core.config import BEAM_RANGE, DecodingOptions  # noqa: E402
 from minitrans.data.corpus import load_run_split  # noqa: E402
 from minitrans.inference.translator import Translator  # noqa: E402
 

@@ -27,11 +27,14 @@ import pickle
 import pickletools
 import warnings
 import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from minitrans.core.checks import first_line
 from minitrans.core.utils import atomic_file
 
 FORMAT = "minitrans-checkpoint"
@@ -60,22 +63,6 @@ SAFE_TORCH = "2.10"
 
 class CheckpointError(RuntimeError):
     """A checkpoint that is missing, truncated, corrupt, unsafe or of the wrong kind."""
-
-
-CHECKPOINT_NAMES = ("averaged.pt", "best.pt", "last.pt")  # a run folder's checkpoints, by preference
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A ``.pt`` file as it is; a run folder (or its ``checkpoints/``) -> averaged.pt if present,
-    else best.pt, else last.pt."""
-    path = Path(path)
-    if not path.is_dir():
-        return path
-    for folder in (path / "checkpoints", path):
-        for name in CHECKPOINT_NAMES:
-            if (folder / name).is_file():
-                return folder / name
-    raise CheckpointError(f"no checkpoint in {path} (looked for checkpoints/{{{','.join(CHECKPOINT_NAMES)}}})")
 
 
 def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
@@ -128,8 +115,8 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         with torch.serialization.safe_globals([bytes]):  # b"" is pickled as bytes(); torch refuses it alone
             payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "unsafe content"
-        raise CheckpointError(f"{path} was refused by the safe loader (weights_only=True): {first_line}") from None
+        reason = first_line(error, "unsafe content")
+        raise CheckpointError(f"{path} was refused by the safe loader (weights_only=True): {reason}") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as error:
         raise CheckpointError(f"{path} is truncated or corrupt ({type(error).__name__}); it cannot be loaded") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
@@ -202,3 +189,126 @@ def _is_allowed(module: str, attr: str) -> bool:
     if (module, attr) in _ALLOWED_GLOBALS:
         return True
     return module == "torch" and (attr.endswith("Storage") or isinstance(getattr(torch, attr, None), torch.dtype))
+
+
+# -- a run folder's checkpoints ---------------------------------------------------------------
+def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The element-wise mean of state dicts with the same keys and shapes, in float32 or wider,
+    each result cast back to its original dtype (integer buffers are taken from the last)."""
+    averaged = {}
+    for key, last in states[-1].items():
+        if last.is_floating_point():
+            wide = torch.promote_types(last.dtype, torch.float32)
+            averaged[key] = (sum(state[key].to(wide) for state in states) / len(states)).to(last.dtype)
+        else:
+            averaged[key] = last.clone()
+    return averaged
+
+
+@dataclass
+class FinalWeights:
+    """The weights a finished run is judged by: ``state`` to load (None: the model's own, e.g. a
+    run started with ``resume_from`` at a finished step), and how they were chosen."""
+
+    state: dict[str, torch.Tensor] | None
+    source: str  # "average of last N checkpoints" | "best validation BLEU" | "last weights"
+    is_averaged: bool = False
+
+
+class Checkpoints:
+    """The ``checkpoints/`` folder of a run, the one place that knows its layout:
+
+        last.pt          the training state to resume from (weights, optimizer, data position, RNG)
+        best.pt          the weights with the best validation BLEU so far
+        step_NNNNNNN.pt  the weights at each validation, the newest ``keep_steps`` kept (averaging)
+        averaged.pt      the mean of the kept step files, written when the run finishes
+
+    Translation and evaluation take :meth:`preferred` (averaged, else best, else last)."""
+
+    LAST, BEST, AVERAGED = "last.pt", "best.pt", "averaged.pt"
+    PREFERENCE = (AVERAGED, BEST, LAST)
+    STEP_PATTERN = "step_*.pt"
+
+    def __init__(self, folder: str | Path, keep_steps: int = 1) -> None:
+        self.folder = Path(folder)
+        self.keep_steps = keep_steps
+
+    @classmethod
+    def of_run(cls, run_dir: str | Path, keep_steps: int = 1) -> Checkpoints:
+        """The checkpoints of the run in ``run_dir`` (its ``checkpoints/`` folder)."""
+        return cls(Path(run_dir) / "checkpoints", keep_steps)
+
+    @classmethod
+    def find(cls, path: str | Path) -> Checkpoints:
+        """The checkpoints of a run folder, given the run folder or a folder of checkpoints."""
+        path = Path(path)
+        return cls.of_run(path) if (path / "checkpoints").is_dir() else cls(path)
+
+    @staticmethod
+    def run_folder_of(checkpoint: str | Path) -> Path:
+        """The run folder a checkpoint file belongs to (``RUN/checkpoints/best.pt`` -> ``RUN``)."""
+        parent = Path(checkpoint).parent
+        return parent.parent if parent.name == "checkpoints" else parent
+
+    @property
+    def last(self) -> Path:
+        return self.folder / self.LAST
+
+    @property
+    def best(self) -> Path:
+        return self.folder / self.BEST
+
+    @property
+    def averaged(self) -> Path:
+        return self.folder / self.AVERAGED
+
+    def step_files(self) -> list[Path]:
+        """The kept ``step_*.pt`` files, oldest first."""
+        return sorted(self.folder.glob(self.STEP_PATTERN))
+
+    def preferred(self) -> Path | None:
+        """The checkpoint to translate with: averaged.pt, else best.pt, else last.pt; None if none."""
+        return next((self.folder / name for name in self.PREFERENCE if (self.folder / name).is_file()), None)
+
+    def save_last(self, payload: dict[str, Any]) -> Path:
+        save_checkpoint(payload, self.last)
+        return self.last
+
+    def save_best(self, payload: dict[str, Any]) -> None:
+        save_checkpoint(payload, self.best)
+
+    def save_step(self, payload: dict[str, Any], step: int) -> None:
+        """Keep the weights of ``step`` for averaging, and only the newest ``keep_steps`` files."""
+        save_checkpoint(payload, self.folder / f"step_{step:07d}.pt")
+        for old in self.step_files()[: -self.keep_steps]:
+            old.unlink()
+
+    def save_averaged(self, payload: dict[str, Any]) -> None:
+        save_checkpoint(payload, self.averaged)
+
+    def final_weights(self, map_location: str | torch.device = "cpu") -> FinalWeights:
+        """The average of the kept step files when the run keeps more than one, else best.pt.
+        A stale averaged.pt (say of a finish with ``average_last=3``, resumed with 1) is removed:
+        left there, :meth:`preferred` would pick it over the weights reported now."""
+        paths = self.step_files()[-self.keep_steps :]
+        if self.keep_steps > 1 and paths:
+            state = average_state_dicts([load_checkpoint(path)["model"] for path in paths])
+            return FinalWeights(state, f"average of last {len(paths)} checkpoints", is_averaged=True)
+        self.averaged.unlink(missing_ok=True)
+        if not self.best.exists():
+            return FinalWeights(None, "last weights")
+        return FinalWeights(load_checkpoint(self.best, map_location=map_location)["model"], "best validation BLEU")
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A ``.pt`` file as it is; a run folder (or its ``checkpoints/``) -> its preferred checkpoint
+    (averaged.pt, else best.pt, else last.pt)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    for checkpoints in (Checkpoints.of_run(path), Checkpoints(path)):
+        found = checkpoints.preferred()
+        if found is not None:
+            return found
+    names = ",".join(Checkpoints.PREFERENCE)
+    raise CheckpointError(f"no checkpoint in {path} (looked for checkpoints/{{{names}}})")

@@ -16,89 +16,29 @@ with a :class:`ConfigError` naming the key. Library code receives these dataclas
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from omegaconf import MISSING
 
+from minitrans.core.checks import check, check_range, cli_number
 
-class ConfigError(ValueError):
-    """A configuration value that cannot work; the message names the key."""
+_NO_DEFAULT = object()
+
+
+def knob(default: Any = _NO_DEFAULT, help: str = "", *, factory: Any = None, hidden: bool = False, shown: str = ""):
+    """A schema field and its one line of help (``train.py --help`` and the configuration
+    reference read it from the field's metadata); ``hidden`` leaves a testing aid out of both,
+    ``shown`` is the default as the help states it when the value depends on the machine."""
+    metadata = {"help": help, "hidden": hidden, "shown": shown}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 SCHEDULES = ("inverse_sqrt", "linear", "cosine")  # trainer.schedule; minitrans.training.schedule implements them
 PRECISIONS = ("auto", "fp32", "bf16")  # trainer.precision; see minitrans.training.step.autocast_dtype_for
-
-
-def _check(condition: bool, key: str, problem: str) -> None:
-    if not condition:
-        raise ConfigError(f"{key}: {problem}")
-
-
-def _check_dropout(key: str, value: float) -> None:
-    check_range(key, value, 0, 1, high_open=True)
-
-
-def check_range(
-    key: str,
-    value: float | None,
-    low: float,
-    high: float = math.inf,
-    *,
-    low_open: bool = False,
-    high_open: bool = False,
-    optional: bool = False,
-) -> None:
-    """``value`` is a number within the interval (never NaN or infinite); the message names the
-    key and the valid range."""
-    if value is None and optional:
-        return
-    problem = range_problem(value, low, high, low_open=low_open, high_open=high_open)
-    if problem is not None:
-        raise ConfigError(f"{key}: {problem}")
-
-
-def range_problem(
-    value: object, low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = False
-) -> str | None:
-    """ "must be in [low, high], got value" when ``value`` is not a finite number in the interval."""
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    inside = (
-        is_number
-        and math.isfinite(value)
-        and (low < value if low_open else low <= value)
-        and (value < high if high_open else value <= high)
-    )
-    if inside:
-        return None
-    left = f"{'(' if low_open else '['}{_number(low)}"
-    right = f"{_number(high)}{')' if high_open or high == math.inf else ']'}"
-    return f"must be in {left}, {right}, got {value}"
-
-
-def cli_number(kind: type, low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = False):
-    """An argparse ``type=`` that parses an int or float and refuses it outside the interval
-    (argparse then prints the flag, the range, and exits with status 2)."""
-    import argparse
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
-        problem = range_problem(value, low, high, low_open=low_open, high_open=high_open)
-        if problem is not None:
-            raise argparse.ArgumentTypeError(problem)
-        return value
-
-    parse.__name__ = kind.__name__  # argparse names the type in some messages
-    return parse
-
-
-def _number(value: float) -> str:
-    return "inf" if value == math.inf else f"{value:,}".replace(",", "_") if value >= 100_000 else f"{value:g}"
 
 
 # Upper bounds on sizes: far beyond anything this project trains, small enough that a value
@@ -124,24 +64,24 @@ def check_decoding(beam: int, length_penalty: float, max_output_ratio: float, ke
 
 @dataclass
 class TransformerConfig:
-    kind: str = "transformer"  # which model: transformer (model=rnn / rnn_attention pick the baselines)
-    d_model: int = 128  # width of the embeddings and of every layer's input and output
-    num_heads: int = 4  # attention heads per layer
-    d_k: int | None = None  # per-head key/query width; None -> d_model // num_heads (then recorded)
-    d_v: int | None = None  # per-head value width; None -> d_k (then recorded)
-    d_ff: int = 512  # width of the feed-forward layer inside each block
-    num_encoder_layers: int = 2  # encoder blocks
-    num_decoder_layers: int = 2  # decoder blocks
+    kind: str = knob("transformer", "which model: transformer (model=rnn / rnn_attention pick the baselines)")
+    d_model: int = knob(128, "width of the embeddings and of every layer's input and output")
+    num_heads: int = knob(4, "attention heads per layer")
+    d_k: int | None = knob(None, "per-head key/query width; None -> d_model // num_heads (then recorded)")
+    d_v: int | None = knob(None, "per-head value width; None -> d_k (then recorded)")
+    d_ff: int = knob(512, "width of the feed-forward layer inside each block")
+    num_encoder_layers: int = knob(2, "encoder blocks")
+    num_decoder_layers: int = knob(2, "decoder blocks")
     # 0 for the default run: the generated corpus is noise-free and seen only three times, and without
     # dropout attention takes PyTorch's fused kernel on the CPU too (README, the default run)
-    dropout: float = 0.0  # dropout on embeddings, attention weights and sub-layer outputs
-    norm_first: bool = True  # pre-norm; False gives the original post-norm
-    max_len: int = 256  # positions the model can take, source or target
-    share_embeddings: bool = True  # one embedding table for source and target (needs a joint vocabulary)
-    tie_output: bool = True  # output projection shares the target embedding
+    dropout: float = knob(0.0, "dropout on embeddings, attention weights and sub-layer outputs")
+    norm_first: bool = knob(True, "pre-norm; False gives the original post-norm")
+    max_len: int = knob(256, "positions the model can take, source or target")
+    share_embeddings: bool = knob(True, "one embedding table for source and target (needs a joint vocabulary)")
+    tie_output: bool = knob(True, "output projection shares the target embedding")
 
     def __post_init__(self) -> None:
-        _check(self.kind == "transformer", "model.kind", f"expected 'transformer', got {self.kind!r}")
+        check(self.kind == "transformer", "model.kind", f"expected 'transformer', got {self.kind!r}")
         for key, high in (
             ("d_model", MAX_WIDTH),
             ("num_heads", MAX_WIDTH),
@@ -152,7 +92,7 @@ class TransformerConfig:
         ):
             check_range(f"model.{key}", getattr(self, key), 1, high)
         if self.d_k is None:
-            _check(
+            check(
                 self.d_model % self.num_heads == 0,
                 "model.num_heads",
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
@@ -160,8 +100,8 @@ class TransformerConfig:
             )
         for key in ("d_k", "d_v"):
             check_range(f"model.{key}", getattr(self, key), 1, MAX_WIDTH, optional=True)
-        _check(self.d_model % 2 == 0, "model.d_model", "must be even for sinusoidal positions")
-        _check_dropout("model.dropout", self.dropout)
+        check(self.d_model % 2 == 0, "model.d_model", "must be even for sinusoidal positions")
+        check_range("model.dropout", self.dropout, 0, 1, high_open=True)
         # The derived widths, computed here once and recorded: the model, the checkpoint,
         # summary.json, TensorBoard and compare.py all read them from the config.
         if self.d_k is None:
@@ -172,25 +112,25 @@ class TransformerConfig:
 
 @dataclass
 class RNNConfig:
-    kind: str = "rnn"  # "rnn": fixed context C; "rnn_attention": additive attention
-    d_embed: int = 128  # width of the word embeddings
-    d_hidden: int = 256  # GRU state width (per direction in the encoder)
-    num_layers: int = 1  # stacked GRU layers
-    bidirectional: bool = True  # read the source both ways
-    dropout: float = 0.1  # dropout between layers and on embeddings
-    tie_embeddings: bool = False  # output projection shares the target embedding
-    d_attention: int | None = None  # rnn_attention only; None -> d_hidden (then recorded)
-    max_len: int = 256  # longest source or target the decoders are asked to handle
+    kind: str = knob("rnn", '"rnn": fixed context C; "rnn_attention": additive attention')
+    d_embed: int = knob(128, "width of the word embeddings")
+    d_hidden: int = knob(256, "GRU state width (per direction in the encoder)")
+    num_layers: int = knob(1, "stacked GRU layers")
+    bidirectional: bool = knob(True, "read the source both ways")
+    dropout: float = knob(0.1, "dropout between layers and on embeddings")
+    tie_embeddings: bool = knob(False, "output projection shares the target embedding")
+    d_attention: int | None = knob(None, "rnn_attention only; None -> d_hidden (then recorded)")
+    max_len: int = knob(256, "longest source or target the decoders are asked to handle")
 
     def __post_init__(self) -> None:
-        _check(
+        check(
             self.kind in ("rnn", "rnn_attention"), "model.kind", f"expected 'rnn' or 'rnn_attention', got {self.kind!r}"
         )
         for key, high in (("d_embed", MAX_WIDTH), ("d_hidden", MAX_WIDTH), ("num_layers", MAX_LAYERS)):
             check_range(f"model.{key}", getattr(self, key), 1, high)
         check_range("model.max_len", self.max_len, 1, MAX_POSITIONS)
         check_range("model.d_attention", self.d_attention, 1, MAX_WIDTH, optional=True)
-        _check_dropout("model.dropout", self.dropout)
+        check_range("model.dropout", self.dropout, 0, 1, high_open=True)
         if self.kind == "rnn_attention" and self.d_attention is None:  # derived once, then recorded
             self.d_attention = self.d_hidden
 
@@ -200,11 +140,13 @@ class CleanConfig:
     """How the training pairs are cleaned before anything else sees them (evaluation splits are
     never filtered). Every dropped pair is counted by its reason in the log and summary.json."""
 
-    normalize: bool = True  # strip, collapse runs of whitespace, remove control characters
-    drop_empty: bool = True  # a pair with an empty side
-    max_chars: int | None = 1000  # a pair with a longer side (characters); null: no limit
-    max_ratio: float | None = 5.0  # longer side / shorter side, in characters (Han 3, kana/Hangul 2); null: no limit
-    drop_duplicates: bool = False  # an exact repeat of an earlier pair
+    normalize: bool = knob(True, "strip, collapse runs of whitespace, remove control characters")
+    drop_empty: bool = knob(True, "a pair with an empty side")
+    max_chars: int | None = knob(1000, "a pair with a longer side (characters); null: no limit")
+    max_ratio: float | None = knob(
+        5.0, "longer side / shorter side, in characters (Han 3, kana/Hangul 2); null: no limit"
+    )
+    drop_duplicates: bool = knob(False, "an exact repeat of an earlier pair")
 
     def __post_init__(self) -> None:
         check_range("data.clean.max_chars", self.max_chars, 1, optional=True)
@@ -216,41 +158,50 @@ CORPORA = ("generated", "parallel", "multi30k", "hf")
 
 @dataclass
 class DataConfig:
-    name: str = "generated"  # corpus: generated (embedded grammar) | parallel (a folder of files) | multi30k | hf
-    src_lang: str = "en"  # source language code (a file suffix, or a key of the translation field)
-    tgt_lang: str = "de"  # target language code
-    root: str | None = None  # parallel / multi30k: folder of {split}.{lang}[.gz] files; multi30k: None -> data/multi30k
-    path: str | None = None  # hf: a Hub id, or a local JSON Lines / CSV / TSV / Parquet file or folder, or save_to_disk
-    subset: str | None = None  # hf: the Hub dataset's configuration name (e.g. de-en)
-    src_field: str | None = None  # hf: flat column of the source; None -> the translation field, else src_lang
-    tgt_field: str | None = None  # hf: flat column of the target; None -> the translation field, else tgt_lang
-    train_split: str = "train"  # split to train on
-    valid_split: str = "valid"  # split for validation loss, BLEU and samples; missing: held out of training
-    test_splits: list[str] = field(default_factory=lambda: ["test"])  # scored at the end; first missing: held out
-    num_train: int = 30000  # generated corpus: training pairs
-    num_valid: int = 500  # generated corpus: validation pairs; other corpora: pairs held out when no validation split
-    num_test: int = 1000  # generated corpus: test pairs; other corpora: pairs held out when no test split
-    min_words: int = 4  # generated corpus: shortest source sentence, in words
-    max_words: int = 55  # generated corpus: longest source sentence, in words
-    corpus_seed: int = 1234  # generated corpus: its random seed; other corpora: draws the held-out pairs
-    clean: CleanConfig = field(default_factory=CleanConfig)  # cleaning of the training pairs (data.clean.*)
+    name: str = knob("generated", "corpus: generated (embedded grammar) | parallel (a folder of files) | multi30k | hf")
+    src_lang: str = knob("en", "source language code (a file suffix, or a key of the translation field)")
+    tgt_lang: str = knob("de", "target language code")
+    root: str | None = knob(
+        None, "parallel / multi30k: folder of {split}.{lang}[.gz] files; multi30k: None -> data/multi30k"
+    )
+    path: str | None = knob(
+        None, "hf: a Hub id, or a local JSON Lines / CSV / TSV / Parquet file or folder, or save_to_disk"
+    )
+    subset: str | None = knob(None, "hf: the Hub dataset's configuration name (e.g. de-en)")
+    src_field: str | None = knob(None, "hf: flat column of the source; None -> the translation field, else src_lang")
+    tgt_field: str | None = knob(None, "hf: flat column of the target; None -> the translation field, else tgt_lang")
+    train_split: str = knob("train", "split to train on")
+    valid_split: str = knob("valid", "split for validation loss, BLEU and samples; missing: held out of training")
+    test_splits: list[str] = knob(factory=lambda: ["test"], help="scored at the end; first missing: held out")
+    num_train: int = knob(30000, "generated corpus: training pairs")
+    num_valid: int = knob(
+        500, "generated corpus: validation pairs; other corpora: pairs held out when no validation split"
+    )
+    num_test: int = knob(1000, "generated corpus: test pairs; other corpora: pairs held out when no test split")
+    min_words: int = knob(4, "generated corpus: shortest source sentence, in words")
+    max_words: int = knob(55, "generated corpus: longest source sentence, in words")
+    corpus_seed: int = knob(1234, "generated corpus: its random seed; other corpora: draws the held-out pairs")
+    clean: CleanConfig = knob(factory=CleanConfig, help="cleaning of the training pairs (data.clean.*)")
     # tokenizer
-    vocab_size: int = 2000  # SentencePiece vocabulary size (per language unless joint_vocab)
-    spm_model_type: str = "unigram"  # sentencepiece: unigram or bpe
-    joint_vocab: bool = True  # one vocabulary for both languages
-    spm_sample: int = 200000  # SentencePiece trains on at most this many training pairs (a seeded sample)
-    max_tokens: int = 128  # training pairs longer than this (in subwords) are dropped
-    # sentencepiece models and tokenised corpora; MINITRANS_CACHE_DIR moves it
-    cache_dir: str = field(default_factory=lambda: os.environ.get("MINITRANS_CACHE_DIR", "~/.cache/minitrans"))
+    vocab_size: int = knob(2000, "SentencePiece vocabulary size (per language unless joint_vocab)")
+    spm_model_type: str = knob("unigram", "sentencepiece: unigram or bpe")
+    joint_vocab: bool = knob(True, "one vocabulary for both languages")
+    spm_sample: int = knob(200000, "SentencePiece trains on at most this many training pairs (a seeded sample)")
+    max_tokens: int = knob(128, "training pairs longer than this (in subwords) are dropped")
+    cache_dir: str = knob(
+        factory=lambda: os.environ.get("MINITRANS_CACHE_DIR", "~/.cache/minitrans"),
+        help="sentencepiece models and tokenised corpora; MINITRANS_CACHE_DIR moves it",
+        shown="~/.cache/minitrans or $MINITRANS_CACHE_DIR",
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.clean, dict):  # rebuilt from a checkpoint's saved config
             self.clean = CleanConfig(**self.clean)
-        _check(self.name in CORPORA, "data.name", f"unknown corpus {self.name!r}; choose one of {', '.join(CORPORA)}")
-        _check(self.src_lang != self.tgt_lang, "data.tgt_lang", f"source and target are both {self.src_lang!r}")
-        _check(self.name != "parallel" or bool(self.root), "data.root", "data=parallel needs data.root=FOLDER")
-        _check(self.name != "hf" or bool(self.path), "data.path", "data=hf needs data.path=HUB_ID_OR_LOCAL_PATH")
-        _check(
+        check(self.name in CORPORA, "data.name", f"unknown corpus {self.name!r}; choose one of {', '.join(CORPORA)}")
+        check(self.src_lang != self.tgt_lang, "data.tgt_lang", f"source and target are both {self.src_lang!r}")
+        check(self.name != "parallel" or bool(self.root), "data.root", "data=parallel needs data.root=FOLDER")
+        check(self.name != "hf" or bool(self.path), "data.path", "data=hf needs data.path=HUB_ID_OR_LOCAL_PATH")
+        check(
             (self.src_field is None) == (self.tgt_field is None),
             "data.src_field",
             "set both data.src_field and data.tgt_field, or neither",
@@ -267,8 +218,8 @@ class DataConfig:
             check_range(f"data.{key}", getattr(self, key), 1, high)
         check_range("data.min_words", self.min_words, 1, self.max_words)
         check_range("data.corpus_seed", self.corpus_seed, 0, MAX_SEED)
-        _check(self.spm_model_type in ("unigram", "bpe"), "data.spm_model_type", "must be 'unigram' or 'bpe'")
-        _check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
+        check(self.spm_model_type in ("unigram", "bpe"), "data.spm_model_type", "must be 'unigram' or 'bpe'")
+        check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
 
 
 @dataclass(frozen=True)
@@ -277,14 +228,13 @@ class DecodingOptions:
     (Translator, evaluation, the trainer's test evaluation). The command-line tools map their
     flags (``--beam``, ``--length-penalty`` ...) onto these fields."""
 
-    beam_size: int = 1  # 1 = greedy search
-    length_penalty: float = 0.6  # GNMT's alpha: scores are divided by ((5 + length) / 6) ** length_penalty
-    max_output_ratio: float = 1.5  # at most ratio * source length + 10 output tokens
-    max_output_len: int | None = None  # a cap on every output; None -> the model's max_len - 1
-    use_cache: bool = True  # False recomputes every prefix (slow; for checking)
-    # decoding batches: about beam_size * sentences * longest source <= this (not trainer.batch_tokens,
-    # which counts the source and target tokens of a training batch)
-    batch_hyp_tokens: int = 6000
+    beam_size: int = knob(1, "1 = greedy search")
+    length_penalty: float = knob(0.6, "GNMT's alpha: scores are divided by ((5 + length) / 6) ** length_penalty")
+    max_output_ratio: float = knob(1.5, "at most ratio * source length + 10 output tokens")
+    max_output_len: int | None = knob(None, "a cap on every output; None -> the model's max_len - 1")
+    use_cache: bool = knob(True, "False recomputes every prefix (slow; for checking)")
+    # not trainer.batch_tokens, which counts the source and target tokens of a training batch
+    batch_hyp_tokens: int = knob(6000, "decoding batches: about beam_size * sentences * longest source <= this")
 
     def __post_init__(self) -> None:
         check_decoding(
@@ -314,42 +264,45 @@ def add_decoding_flags(parser) -> None:
 
 @dataclass
 class TrainerConfig:
-    max_steps: int = 3000  # optimizer steps; the run also stops at max_minutes
-    max_minutes: float | None = None  # wall-clock budget for training (not evaluation)
+    max_steps: int = knob(3000, "optimizer steps; the run also stops at max_minutes")
+    max_minutes: float | None = knob(None, "wall-clock budget for training (not evaluation)")
     # For the default run, about 5 minutes on a 2-core CPU: smaller batches, more updates (2048 beat
     # 4096: valid BLEU 73 vs 62 after 4 min), and a small pre-norm model takes a high peak rate
     # (1e-3: valid BLEU 21 after 500 steps; 3e-3: 53).
-    batch_tokens: int = 2048  # source + target subwords per batch, before padding
-    lr: float = 3e-3  # peak learning rate, reached after warmup_steps
-    warmup_steps: int = 300  # steps of linear warm-up, then the schedule's decay
+    batch_tokens: int = knob(2048, "source + target subwords per batch, before padding")
+    lr: float = knob(3e-3, "peak learning rate, reached after warmup_steps")
+    warmup_steps: int = knob(300, "steps of linear warm-up, then the schedule's decay")
     # linear: the default run reached test BLEU 97.84 in 3,000 steps against 94.45 with inverse_sqrt
     # (README, the default run); runs ended by max_minutes want inverse_sqrt (the decay needs max_steps)
-    schedule: str = "linear"  # decay after warm-up: inverse_sqrt | linear | cosine (to min_lr_ratio at max_steps)
-    min_lr_ratio: float = 0.0  # floor of the decay, as a fraction of lr
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.98])  # Adam's beta1, beta2
-    weight_decay: float = 0.0  # Adam's L2 weight decay
-    label_smoothing: float = 0.1  # training loss: label-smoothed cross-entropy (0 = plain)
-    clip_grad_norm: float = 1.0  # clip the gradient's global norm to this
-    eval_every: int = 500  # steps between validations (each also writes checkpoints/last.pt)
-    checkpoint_every: int | None = None  # steps between checkpoints/last.pt; None -> eval_every
-    eval_sentences: int = 200  # validation sentences translated for BLEU at each validation
-    log_every: int = 50  # steps between training-loss points in TensorBoard
-    sample_sentences: int = 3  # fixed validation sentences shown as translations and attention maps
-    # sacrebleu's BLEU tokenizer (13a, zh, ja-mecab, intl, char ...); None -> its choice for data.tgt_lang
-    bleu_tokenize: str | None = None
-    beam_size: int = DecodingOptions.beam_size  # for the final test evaluation; 1 = greedy
-    length_penalty: float = DecodingOptions.length_penalty  # beam search's length normalisation alpha (GNMT)
-    max_output_ratio: float = DecodingOptions.max_output_ratio  # output length limit: ratio * source length + 10
-    average_last: int = 1  # average the weights of the last N checkpoints for the final model
-    device: str = "auto"  # auto | cpu | cuda | mps
-    num_threads: int | None = None  # torch intra-op threads; None -> torch's default
-    compile: bool = False  # torch.compile the model
-    precision: str = "auto"  # auto | fp32 | bf16: bf16 autocast with float32 weights; auto = bf16 on CUDA, else fp32
-    max_bad_steps: int = 10  # consecutive non-finite steps before training stops
-    resume: bool = True  # continue from the run folder's checkpoints/last.pt if there is one
-    resume_from: str | None = None  # start from this training checkpoint (used when the run folder has none)
-    crash_at_step: int | None = None  # testing aid: SIGKILL the process right after this step
-    progress: bool = True  # tqdm progress bar
+    schedule: str = knob("linear", "decay after warm-up: inverse_sqrt | linear | cosine (to min_lr_ratio at max_steps)")
+    min_lr_ratio: float = knob(0.0, "floor of the decay, as a fraction of lr")
+    betas: list[float] = knob(factory=lambda: [0.9, 0.98], help="Adam's beta1, beta2")
+    weight_decay: float = knob(0.0, "Adam's L2 weight decay")
+    label_smoothing: float = knob(0.1, "training loss: label-smoothed cross-entropy (0 = plain)")
+    clip_grad_norm: float = knob(1.0, "clip the gradient's global norm to this")
+    eval_every: int = knob(500, "steps between validations (each also writes checkpoints/last.pt)")
+    checkpoint_every: int | None = knob(None, "steps between checkpoints/last.pt; None -> eval_every")
+    eval_sentences: int = knob(200, "validation sentences translated for BLEU at each validation")
+    log_every: int = knob(50, "steps between training-loss points in TensorBoard")
+    sample_sentences: int = knob(3, "fixed validation sentences shown as translations and attention maps")
+    bleu_tokenize: str | None = knob(
+        None, "sacrebleu's BLEU tokenizer (13a, zh, ja-mecab, intl, char ...); None -> its choice for data.tgt_lang"
+    )
+    beam_size: int = knob(DecodingOptions.beam_size, "for the final test evaluation; 1 = greedy")
+    length_penalty: float = knob(DecodingOptions.length_penalty, "beam search's length normalisation alpha (GNMT)")
+    max_output_ratio: float = knob(DecodingOptions.max_output_ratio, "output length limit: ratio * source length + 10")
+    average_last: int = knob(1, "average the weights of the last N checkpoints for the final model")
+    device: str = knob("auto", "auto | cpu | cuda | mps")
+    num_threads: int | None = knob(None, "torch intra-op threads; None -> torch's default")
+    compile: bool = knob(False, "torch.compile the model")
+    precision: str = knob(
+        "auto", "auto | fp32 | bf16: bf16 autocast with float32 weights; auto = bf16 on CUDA, else fp32"
+    )
+    max_bad_steps: int = knob(10, "consecutive non-finite steps before training stops")
+    resume: bool = knob(True, "continue from the run folder's checkpoints/last.pt if there is one")
+    resume_from: str | None = knob(None, "start from this training checkpoint (used when the run folder has none)")
+    crash_at_step: int | None = knob(None, "testing aid: SIGKILL the process right after this step", hidden=True)
+    progress: bool = knob(True, "tqdm progress bar")
 
     def __post_init__(self) -> None:
         for key, high in (
@@ -371,18 +324,18 @@ class TrainerConfig:
         if self.bleu_tokenize is not None:
             from minitrans.core.metrics import BLEU_TOKENIZERS
 
-            _check(
+            check(
                 self.bleu_tokenize in BLEU_TOKENIZERS,
                 "trainer.bleu_tokenize",
                 f"must be one of {', '.join(BLEU_TOKENIZERS)} (or null: chosen for data.tgt_lang), got {self.bleu_tokenize!r}",
             )
         check_range("trainer.lr", self.lr, 0, low_open=True)
-        _check(
+        check(
             self.precision in PRECISIONS,
             "trainer.precision",
             f"must be one of {', '.join(PRECISIONS)}, got {self.precision!r}",
         )
-        _check(
+        check(
             self.schedule in SCHEDULES,
             "trainer.schedule",
             f"must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}",
@@ -392,7 +345,7 @@ class TrainerConfig:
         check_range("trainer.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         check_range("trainer.clip_grad_norm", self.clip_grad_norm, 0, low_open=True)
         check_range("trainer.max_minutes", self.max_minutes, 0, low_open=True, optional=True)
-        _check(len(self.betas) == 2, "trainer.betas", f"need two values in [0, 1), got {self.betas}")
+        check(len(self.betas) == 2, "trainer.betas", f"need two values in [0, 1), got {self.betas}")
         for beta in self.betas:
             check_range("trainer.betas", beta, 0, 1, high_open=True)
         check_decoding(
@@ -401,7 +354,7 @@ class TrainerConfig:
             self.max_output_ratio,
             ("trainer.beam_size", "trainer.length_penalty", "trainer.max_output_ratio"),
         )
-        _check(self.device in ("auto", "cpu", "cuda", "mps"), "trainer.device", f"unknown device {self.device!r}")
+        check(self.device in ("auto", "cpu", "cuda", "mps"), "trainer.device", f"unknown device {self.device!r}")
 
     _OPTIONAL = ("checkpoint_every", "crash_at_step", "num_threads")
 
@@ -416,11 +369,11 @@ class TrainerConfig:
 
 @dataclass
 class TrainConfig:
-    model: Any = MISSING  # typed by the chosen model/*.yaml, which extends a schema below
-    data: DataConfig = field(default_factory=DataConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    seed: int = 0  # random seed of initialisation, dropout and batch order
-    name: str | None = None  # a label for the run in summaries and comparisons; None -> model kind
+    model: Any = knob(MISSING, "typed by the chosen model/*.yaml, which extends a schema below")
+    data: DataConfig = knob(factory=DataConfig, help="the corpus and its tokenizer (group data=...)")
+    trainer: TrainerConfig = knob(factory=TrainerConfig, help="the training loop (group trainer=...)")
+    seed: int = knob(0, "random seed of initialisation, dropout and batch order")
+    name: str | None = knob(None, "a label for the run in summaries and comparisons; None -> model kind")
 
     def __post_init__(self) -> None:
         check_range("seed", self.seed, 0, MAX_SEED)
@@ -445,8 +398,3 @@ def normalized_model(values: dict[str, Any]) -> dict[str, Any]:
         return asdict(model_from_dict(values))
     except (KeyError, TypeError, ValueError):  # not a config this version can build: compare as saved
         return values
-
-
-def first_line(text: object) -> str:
-    """The first non-blank line of an error message (or of any text)."""
-    return next((line.strip() for line in str(text).splitlines() if line.strip()), "invalid configuration")

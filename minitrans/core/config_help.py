@@ -1,82 +1,71 @@
-"""``train.py --help``: the configuration groups and every key, one line each, taken from the
-schemas themselves.
+"""``train.py --help`` and the configuration reference: every key, its default and one line of
+help, read from the schemas themselves.
 
-Each key's line is the comment written beside its field in :mod:`minitrans.core.config` (``d_ff:
-int = 1024  # width of the feed-forward layer``), read from the source with ``tokenize``: the
-description is written once, next to the field it describes, and a field added to a schema
-appears in ``--help`` without touching this file. The text becomes Hydra's own help template
-(group ``hydra/help``, option ``minitrans``), so ``--help`` and ``--hydra-help`` work as in
-any Hydra application.
+The help text lives in one place, the field's own metadata (``knob(128, "width of ...")`` in
+:mod:`minitrans.core.config`), so a field added to a schema appears here without touching this
+file. :func:`config_reference` is the structured form (the documentation's reference is
+generated from it); :func:`help_config` turns it into Hydra's own help template (group
+``hydra/help``, option ``minitrans``), so ``--help`` and ``--hydra-help`` work as in any Hydra
+application.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import io
-import textwrap
-import tokenize
-
-HIDDEN_PREFIX = "testing aid"  # fields whose comment starts so are left out of --help
+from dataclasses import dataclass
 
 
-def field_comments(schema: type) -> dict[str, str]:
-    """``{field: its comment}`` for a dataclass schema: the comment beside the field, else a
-    comment line right above it, else ``""``."""
-    source = textwrap.dedent(inspect.getsource(schema))
-    names = {f.name for f in dataclasses.fields(schema)}
-    comments: dict[str, str] = dict.fromkeys(sorted(names), "")
-    line_field: dict[int, str] = {}
-    above: dict[int, str] = {}  # a comment line -> its text, for a field with none of its own
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    for index, token in enumerate(tokens):
-        # a field: NAME at the class body's indentation, followed by ':'
-        if (
-            token.type == tokenize.NAME
-            and token.string in names
-            and token.start[1] == 4
-            and index + 1 < len(tokens)
-            and tokens[index + 1].string == ":"
-        ):
-            line_field[token.start[0]] = token.string
-            comments[token.string] = above.get(token.start[0] - 1, "")
-        elif token.type == tokenize.COMMENT:
-            text = token.string.lstrip("#").strip()
-            if token.start[0] in line_field:  # beside the field: its own comment
-                comments[line_field[token.start[0]]] = text
-            else:
-                above[token.start[0]] = text
-    return comments
+@dataclass(frozen=True)
+class ConfigKey:
+    key: str  # as typed on the command line: model.d_model
+    default: str  # as typed on the command line: 128, null, [0.9,0.98]
+    help: str
 
 
-def key_lines(prefix: str, schema: type, only: set[str] | None = None, width: int = 30) -> list[str]:
-    """One line per key of ``schema``: ``prefix.name   comment``."""
-    comments = field_comments(schema)
-    lines = []
+def schema_keys(prefix: str, schema: type, only: set[str] | None = None) -> list[ConfigKey]:
+    """The keys of one schema with their defaults and help, testing aids left out."""
+    keys = []
     for field in dataclasses.fields(schema):
-        comment = comments[field.name]
-        if comment.startswith(HIDDEN_PREFIX) or (only is not None and field.name not in only):
+        if field.metadata.get("hidden") or (only is not None and field.name not in only):
             continue
-        key = f"{prefix}{field.name}"
-        lines.append(f"  {key:<{width}} {comment}".rstrip())
-    return lines
+        keys.append(ConfigKey(f"{prefix}{field.name}", _default(field), field.metadata.get("help", "")))
+    return keys
 
 
-def help_text() -> str:
-    """Every key of the configuration, grouped by schema, one line each."""
+def _default(field: dataclasses.Field) -> str:
+    if field.metadata.get("shown"):
+        return field.metadata["shown"]
+    value = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ",".join(str(item) for item in value) + "]"
+    return str(value)
+
+
+def config_reference() -> list[tuple[str, list[ConfigKey]]]:
+    """Every key of the training configuration, grouped by schema: ``[(title, keys), ...]``."""
     from minitrans.core.config import CleanConfig, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
 
-    sections = [
-        ("model=transformer (the default)", key_lines("model.", TransformerConfig)),
-        ("model=rnn | model=rnn_attention", key_lines("model.", RNNConfig)),
-        ("data", key_lines("data.", DataConfig)),
-        ("data.clean (training pairs only)", key_lines("data.clean.", CleanConfig)),
-        ("trainer", key_lines("trainer.", TrainerConfig)),
-        ("run", key_lines("", TrainConfig, {"seed", "name"})),
+    return [
+        ("model=transformer (the default)", schema_keys("model.", TransformerConfig)),
+        ("model=rnn | model=rnn_attention", schema_keys("model.", RNNConfig)),
+        ("data", [key for key in schema_keys("data.", DataConfig) if key.key != "data.clean"]),
+        ("data.clean (training pairs only)", schema_keys("data.clean.", CleanConfig)),
+        ("trainer", schema_keys("trainer.", TrainerConfig)),
+        ("run", schema_keys("", TrainConfig, {"seed", "name"})),
     ]
+
+
+def help_text(width: int = 34) -> str:
+    """Every key as ``key=default   help``, one line each, grouped by schema."""
     out = []
-    for title, lines in sections:
-        out += [f"{title}:", *lines, ""]
+    for title, keys in config_reference():
+        out.append(f"{title}:")
+        out += [f"  {f'{key.key}={key.default}':<{width}} {key.help}".rstrip() for key in keys]
+        out.append("")
     return "\n".join(out)
 
 
@@ -91,7 +80,8 @@ def help_config() -> dict:
         "${hydra.help.header}\n"
         "== Configuration groups == (group=option)\n\n"
         "$APP_CONFIG_GROUPS\n\n"
-        "== Keys == (key=value; defaults come from the chosen group files: add --cfg job to see the values)\n\n"
+        "== Keys == (key=default: the schema's default; a group file (model=rnn, data=multi30k ...) may "
+        "change some: add --cfg job to see the values)\n\n"
         f"{keys}\n"
         "${hydra.help.footer}"
     )
@@ -99,4 +89,4 @@ def help_config() -> dict:
     return {"app_name": "train.py", "header": header, "footer": footer, "template": template}
 
 
-__all__ = ["field_comments", "help_config", "help_text", "key_lines"]
+__all__ = ["ConfigKey", "config_reference", "help_config", "help_text", "schema_keys"]

@@ -2,11 +2,12 @@
 anything is written into it, an exclusive lock while a process trains in it, and the leftovers
 of interrupted saves cleaned when the next process takes it over.
 
-The lock is ``fcntl.flock`` on ``RUN/.lock``: the kernel drops it when the process ends, however
-it ends (a SIGKILL included), so a crashed run never leaves its folder locked. The file names
-its holder (process id and host) for the message a second process gets. Under torchrun only
-rank 0 holds it. ``flock`` is advisory and, on some network filesystems, local to one machine:
-runs sharing a folder across machines must not rely on it.
+The lock is ``filelock``'s on ``RUN/.lock`` (``flock`` on Unix, ``msvcrt`` on Windows): the
+operating system drops it when the process ends, however it ends (a SIGKILL included), so a
+crashed run never leaves its folder locked. ``RUN/.lock.holder`` names the holder (process id
+and host) for the message a second process gets. Under torchrun only rank 0 holds it. The lock
+is advisory and, on some network filesystems, local to one machine: runs sharing a folder
+across machines must not rely on it.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ import socket
 import time
 from pathlib import Path
 
-from minitrans.core.config import ConfigError
+from filelock import FileLock, Timeout
+
+from minitrans.core.checks import ConfigError
 
 LOCK_NAME = ".lock"
-
-try:
-    import fcntl
-except ImportError:  # Windows: no flock; runs are not locked there
-    fcntl = None
+HOLDER_NAME = ".lock.holder"
 
 
 _claimed: dict[str, str] = {}  # one claim per name and process, however often Hydra resolves it
@@ -92,69 +91,65 @@ def busy_message(folder: Path, holder: str, key: str = "hydra.run.dir") -> str:
     return f"{key}: {folder} is in use by another training process ({holder}); wait for it to end or use another folder"
 
 
+def _file_lock(folder: Path) -> FileLock:
+    # one lock object per folder and process (filelock's singleton), shared by every thread: a
+    # second RunLock in the same process (a test, a notebook that builds a new Trainer) re-enters
+    # it, and the last release lets it go
+    return FileLock(Path(folder) / LOCK_NAME, timeout=0, is_singleton=True, thread_local=False)
+
+
 def lock_holder(folder: str | Path) -> str | None:
     """Who holds ``folder``'s lock ("pid 123 on host"), or None when nobody does."""
-    path = Path(folder) / LOCK_NAME
-    if fcntl is None or not path.is_file():
+    folder = Path(folder)
+    if not (folder / LOCK_NAME).is_file():
         return None
-    if os.path.realpath(folder) in _held:
-        return (path.read_text().strip() or "holder unknown") + " (this process)"
-    with open(path, "a+") as file:
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            file.seek(0)
-            return file.read().strip() or "holder unknown"
-        fcntl.flock(file, fcntl.LOCK_UN)
+    lock = _file_lock(folder)
+    if lock.is_locked:
+        return f"{_holder(folder)} (this process)"
+    try:
+        lock.acquire()
+    except Timeout:
+        return _holder(folder)
+    lock.release()
     return None
 
 
-_held: dict[str, list] = {}  # folder -> [open lock file, holders in this process]
+def _holder(folder: Path) -> str:
+    try:
+        return (folder / HOLDER_NAME).read_text().strip() or "holder unknown"
+    except OSError:
+        return "holder unknown"
 
 
 class RunLock:
     """Hold ``folder``'s lock (a :class:`ConfigError` naming the holder if another process has
-    it) until :meth:`release`, the end of a ``with`` block, or the end of the process. The lock
-    belongs to the process: a second RunLock on the same folder in the same process shares it
-    (a test, a notebook that builds a new Trainer), and the last release lets it go."""
+    it) until :meth:`release`, the end of a ``with`` block, or the end of this object or of the
+    process, whichever comes first."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self._key: str | None = None
+        self._lock: FileLock | None = None
 
     def acquire(self) -> RunLock:
-        if fcntl is None or self._key is not None:
+        if self._lock is not None:
             return self
         self.folder.mkdir(parents=True, exist_ok=True)
-        key = os.path.realpath(self.folder)
-        if key not in _held:
-            file = open(self.folder / LOCK_NAME, "a+")  # noqa: SIM115 -- held open while the run trains
-            try:
-                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                file.seek(0)
-                holder = file.read().strip() or "holder unknown"
-                file.close()
-                raise ConfigError(busy_message(self.folder, holder)) from None
-            file.seek(0)
-            file.truncate()
-            file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-            file.flush()
-            _held[key] = [file, 0]
-        _held[key][1] += 1
-        self._key = key
+        lock = _file_lock(self.folder)
+        first = not lock.is_locked
+        try:
+            lock.acquire()
+        except Timeout:
+            raise ConfigError(busy_message(self.folder, _holder(self.folder))) from None
+        if first:
+            since = time.strftime("%Y-%m-%d %H:%M:%S")
+            (self.folder / HOLDER_NAME).write_text(f"pid {os.getpid()} on {socket.gethostname()}, since {since}\n")
+        self._lock = lock
         return self
 
     def release(self) -> None:
-        if self._key is None:
-            return
-        entry = _held[self._key]
-        entry[1] -= 1
-        if entry[1] == 0:
-            fcntl.flock(entry[0], fcntl.LOCK_UN)
-            entry[0].close()
-            del _held[self._key]
-        self._key = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def __enter__(self) -> RunLock:
         return self.acquire()

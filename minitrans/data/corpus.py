@@ -24,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from minitrans.core.config import ConfigError, DataConfig
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import DataConfig
 from minitrans.data.cleaning import clean_pairs, emptied_message
 from minitrans.data.sources import corpus_source, resolve_splits
 from minitrans.data.token_ids import remove_partial_folders, save_atomically

@@ -18,7 +18,8 @@ from pathlib import Path
 import datasets
 import pyarrow as pa
 
-from minitrans.core.config import ConfigError, DataConfig
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import DataConfig
 from minitrans.data.local_files import SUFFIXES, builder_for, diagnose, first_non_string, suffix
 
 log = logging.getLogger(__name__)

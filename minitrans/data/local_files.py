@@ -23,7 +23,8 @@ from pathlib import Path
 
 import fsspec
 
-from minitrans.core.config import ConfigError, DataConfig
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import DataConfig
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from typing import Protocol
 
 import datasets
 
-from minitrans.core.config import ConfigError, DataConfig
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import DataConfig
 from minitrans.data.digest import files_digest
 
 VALID_ALIASES = ("valid", "validation", "val", "dev")  # tried in order when data.valid_split is absent

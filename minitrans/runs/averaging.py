@@ -15,25 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from minitrans.core.checkpoint import CheckpointError, load_checkpoint
+from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint
 from minitrans.core.config import EVALUATION_ONLY, normalized_model
 
 DERIVED = ("d_k", "d_v", "d_attention")  # model keys the config fills in from others (d_k = d_model / heads)
-
-
-def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """The element-wise mean of state dicts with the same keys and shapes, in float32 or wider,
-    each result cast back to its original dtype (integer buffers are taken from the last)."""
-    averaged = {}
-    for key, last in states[-1].items():
-        if last.is_floating_point():
-            wide = torch.promote_types(last.dtype, torch.float32)
-            averaged[key] = (sum(state[key].to(wide) for state in states) / len(states)).to(last.dtype)
-        else:
-            averaged[key] = last.clone()
-    return averaged
 
 
 def _difference(first: dict[str, Any], other: dict[str, Any]) -> str | None:
@@ -88,4 +73,4 @@ def average_checkpoints(paths: Sequence[str | Path]) -> dict[str, Any]:
     }
 
 
-__all__ = ["average_checkpoints", "average_state_dicts"]
+__all__ = ["average_checkpoints"]

@@ -6,12 +6,12 @@ import datasets
 import torch
 
 from minitrans.core.config import DecodingOptions
+from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
+from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate
+from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
 from minitrans.models.loss import token_loss
-from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
-from minitrans.inference.translator import Translator
-from minitrans.core.utils import eval_mode
 
 
 @torch.no_grad()

@@ -10,10 +10,10 @@ import datasets
 from torch.utils.tensorboard import SummaryWriter
 
 from minitrans.core.config import TrainerConfig
+from minitrans.core.utils import write_atomic
+from minitrans.inference.translator import Translator
 from minitrans.runs.evaluation import evaluate_split, validation_losses
 from minitrans.runs.tblog import log_validation_samples
-from minitrans.inference.translator import Translator
-from minitrans.core.utils import write_atomic
 
 
 def validate(

@@ -26,8 +26,8 @@ from tensorboard.plugins.hparams import metadata as hparams_metadata
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
-from minitrans.runs.summary import RunSummary
 from minitrans.inference.translator import sentence_tokens
+from minitrans.runs.summary import RunSummary
 from minitrans.runs.viz import attention_cards, figure_to_array
 
 NO_ATTENTION = (

@@ -7,7 +7,11 @@ step beside the loss: a bar toward a step limit that the time budget will end lo
 
 While the bar is open, log records go through ``tqdm.write`` (``logging_redirect_tqdm``), so
 a log line is printed above the bar instead of being glued to its end, and the bar is drawn
-once more below it; the bar is closed once, so its last state is printed once.
+once more below it; the bar is closed once, so its last state is printed once. After training
+the bar stays up, labelled with what the run does then (final validation, test).
+
+Only a terminal gets the bar: into a redirected stream (``> train.log 2>&1``) tqdm writes
+nothing (its ``disable=None``), and the log's lines (one per validation) say how the run goes.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ class TrainingProgress(contextlib.AbstractContextManager):
                 unit="min",
                 desc="train",
                 bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.3g}/{total:g} min [{elapsed}<{remaining}{postfix}]",
-                disable=not enabled,
+                disable=None if enabled else True,  # None: tqdm leaves out a stream that is no terminal
                 dynamic_ncols=True,
                 file=file,
             )
@@ -51,7 +55,7 @@ class TrainingProgress(contextlib.AbstractContextManager):
                 initial=step,
                 unit="step",
                 desc="train",
-                disable=not enabled,
+                disable=None if enabled else True,  # None: tqdm leaves out a stream that is no terminal
                 dynamic_ncols=True,
                 file=file,
             )
@@ -76,6 +80,11 @@ class TrainingProgress(contextlib.AbstractContextManager):
         if self.by_time:
             values = {"step": f"{step:,}", **values}
         self.bar.set_postfix(values, refresh=False)
+
+    def stage(self, name: str) -> None:
+        """Label what the run does after training (the final validation, the test sets), so the
+        finished bar does not sit at 100 % unlabelled."""
+        self.bar.set_description_str(name, refresh=True)
 
     def close(self) -> None:
         if self._closed:

@@ -13,18 +13,35 @@ from pathlib import Path
 
 import torch
 
-from minitrans.core.checkpoint import CheckpointError, load_checkpoint
-from minitrans.core.config import EVALUATION_ONLY, ConfigError, TrainConfig, TrainerConfig, normalized_model
+from minitrans.core.checkpoint import CheckpointError, Checkpoints, load_checkpoint
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import EVALUATION_ONLY, TrainConfig, TrainerConfig, normalized_model
+from minitrans.data.tokenizer import Tokenizer
 
 AFRESH = "to start afresh: trainer.resume=false or a new run folder"
 
 
-def find_resume_checkpoint(ckpt_dir: Path, tcfg: TrainerConfig) -> Path | None:
+def resume_checkpoint(
+    checkpoints: Checkpoints, cfg: TrainConfig, device: torch.device
+) -> tuple[Path | None, dict | None]:
+    """The checkpoint a run continues from and its contents, checked to be of this run (model,
+    data and seed) with a usable tokenizer; ``(None, None)`` for a fresh start."""
+    path = find_resume_checkpoint(checkpoints, cfg.trainer)
+    payload = load_resume_checkpoint(path, device)
+    if payload is not None:
+        check_same_run(payload.get("config", {}), cfg, path)
+        try:
+            Tokenizer.from_state(payload["tokenizer"])
+        except (KeyError, TypeError, AttributeError, RuntimeError, OSError):
+            raise CheckpointError(f"{path} holds no usable tokenizer; {AFRESH}") from None
+    return path, payload
+
+
+def find_resume_checkpoint(checkpoints: Checkpoints, tcfg: TrainerConfig) -> Path | None:
     """The checkpoint a run starts from: its own ``last.pt`` first (so a re-run continues where
     it stopped), then ``trainer.resume_from``; None for a fresh start."""
-    own = Path(ckpt_dir) / "last.pt"
-    if tcfg.resume and own.exists():
-        return own
+    if tcfg.resume and checkpoints.last.exists():
+        return checkpoints.last
     if tcfg.resume_from is not None:
         if not Path(tcfg.resume_from).is_file():
             raise CheckpointError(f"trainer.resume_from: no checkpoint at {tcfg.resume_from}")
@@ -63,11 +80,4 @@ def check_same_run(saved_config: dict, cfg: TrainConfig, path: Path) -> None:
         )
 
 
-__all__ = [
-    "AFRESH",
-    "EVALUATION_ONLY",
-    "check_same_run",
-    "find_resume_checkpoint",
-    "load_resume_checkpoint",
-    "normalized_model",
-]
+__all__ = ["AFRESH", "check_same_run", "find_resume_checkpoint", "load_resume_checkpoint", "resume_checkpoint"]

@@ -17,7 +17,8 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from minitrans.core.config import ConfigError, DataConfig, TrainConfig, first_line
+from minitrans.core.checks import ConfigError, first_line
+from minitrans.core.config import DataConfig, TrainConfig
 from minitrans.core.utils import write_atomic
 from minitrans.data.batching import TokenBatchSampler
 from minitrans.data.corpus import PreparedCorpus, describe, prepare_corpus

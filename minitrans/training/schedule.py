@@ -16,10 +16,15 @@ rates. ``min_lr_ratio`` is the floor of all three, as a fraction of the peak.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 
-from minitrans.core.config import SCHEDULES
+import torch
+
+from minitrans.core.config import SCHEDULES, TrainerConfig
+
+log = logging.getLogger(__name__)
 
 
 def inverse_sqrt_schedule(warmup_steps: int, min_ratio: float = 0.0) -> Callable[[int], float]:
@@ -58,3 +63,20 @@ def lr_factor(schedule: str, warmup_steps: int, max_steps: int, min_ratio: float
     if schedule in ("linear", "cosine"):
         return decay_schedule(schedule, warmup_steps, max_steps, min_ratio)
     raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+
+
+def make_scheduler(
+    optimizer: torch.optim.Optimizer, tcfg: TrainerConfig, warn: bool = True
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The run's learning-rate schedule; with ``warn``, a warning when a decay to ``max_steps``
+    meets a ``max_minutes`` budget that may end the run first."""
+    if warn and tcfg.schedule != "inverse_sqrt" and tcfg.max_minutes is not None:
+        log.warning(
+            "trainer.schedule=%s decays to its floor at trainer.max_steps=%d; if trainer.max_minutes=%g ends "
+            "the run first, the rate never gets there (trainer.schedule=inverse_sqrt needs no end point)",
+            tcfg.schedule,
+            tcfg.max_steps,
+            tcfg.max_minutes,
+        )
+    factor = lr_factor(tcfg.schedule, tcfg.warmup_steps, tcfg.max_steps, tcfg.min_lr_ratio)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

@@ -1,0 +1,31 @@
+"""The ``debug`` config group users get: ``debug=tiny`` runs the whole pipeline in seconds, and
+``debug=overfit`` learns a few batches by heart (the training loss goes near zero)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_resume import scalars
+
+
+@pytest.mark.slow
+def test_debug_tiny_trains_and_tests_in_seconds(tmp_path, run_train):
+    run = tmp_path / "run"
+    result = run_train(
+        "debug=tiny", "trainer.progress=false", f"data.cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={run}"
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 40 and summary["train_seconds"] < 60 and summary["params"] < 100_000
+
+
+@pytest.mark.slow
+def test_debug_overfit_drives_the_training_loss_near_zero(tmp_path, run_train):
+    run = tmp_path / "run"
+    result = run_train(
+        "debug=overfit", "trainer.progress=false", f"data.cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={run}"
+    )
+    assert result.returncode == 0, result.stderr
+    losses = scalars(run, "train/loss_label_smoothed")  # plain cross-entropy here: label_smoothing=0
+    assert losses[25] > 1.0 and losses[300] < 0.05, losses

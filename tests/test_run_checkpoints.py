@@ -1,0 +1,82 @@
+"""A run folder's checkpoints: the layout the ``Checkpoints`` object owns (last, best, rotated
+step files, averaged), the preference translate/evaluate resolve by, and the final weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from minitrans.core.checkpoint import (
+    CheckpointError,
+    Checkpoints,
+    average_state_dicts,
+    load_checkpoint,
+    resolve_checkpoint,
+)
+from minitrans.training.state import TrainingStopped
+
+
+def weights(value: float) -> dict:
+    return {"model": {"w": torch.full((3,), float(value)), "count": torch.tensor([int(value)])}}
+
+
+def test_step_files_rotate_to_the_newest_kept(tmp_path):
+    checkpoints = Checkpoints.of_run(tmp_path / "run", keep_steps=2)
+    for step in (100, 200, 300):
+        checkpoints.save_step(weights(step), step)
+    assert [path.name for path in checkpoints.step_files()] == ["step_0000200.pt", "step_0000300.pt"]
+    assert checkpoints.folder == tmp_path / "run" / "checkpoints"
+
+
+def test_the_preferred_checkpoint_is_averaged_then_best_then_last(tmp_path):
+    run = tmp_path / "run"
+    checkpoints = Checkpoints.of_run(run)
+    checkpoints.folder.mkdir(parents=True)
+    assert checkpoints.preferred() is None
+    with pytest.raises(CheckpointError, match="no checkpoint in"):
+        resolve_checkpoint(run)
+    checkpoints.save_last(weights(1))
+    assert resolve_checkpoint(run) == checkpoints.last
+    checkpoints.save_best(weights(2))
+    assert resolve_checkpoint(run) == resolve_checkpoint(checkpoints.folder) == checkpoints.best
+    checkpoints.save_averaged(weights(3))
+    assert resolve_checkpoint(run) == checkpoints.averaged
+    assert resolve_checkpoint(checkpoints.best) == checkpoints.best  # a file is taken as it is
+    assert Checkpoints.run_folder_of(checkpoints.best) == run
+
+
+def test_final_weights_average_the_kept_steps_when_asked(tmp_path):
+    checkpoints = Checkpoints.of_run(tmp_path, keep_steps=2)
+    checkpoints.save_best(weights(9))
+    for step in (1, 2, 4):
+        checkpoints.save_step(weights(step), step)
+    chosen = checkpoints.final_weights()
+    assert chosen.is_averaged and chosen.source == "average of last 2 checkpoints"
+    expected = average_state_dicts([weights(2)["model"], weights(4)["model"]])
+    assert torch.equal(chosen.state["w"], expected["w"]) and torch.equal(chosen.state["w"], torch.full((3,), 3.0))
+    assert torch.equal(chosen.state["count"], torch.tensor([4]))  # integers from the last, not averaged
+
+
+def test_final_weights_without_averaging_are_the_best_and_drop_a_stale_average(tmp_path):
+    checkpoints = Checkpoints.of_run(tmp_path, keep_steps=1)
+    checkpoints.save_averaged(weights(5))  # from an earlier finish with average_last > 1
+    checkpoints.save_step(weights(1), 1)
+    assert checkpoints.final_weights().source == "last weights"  # no best.pt: keep the model's own
+    assert not checkpoints.averaged.exists()
+    checkpoints.save_best(weights(7))
+    chosen = checkpoints.final_weights()
+    assert chosen.source == "best validation BLEU" and not chosen.is_averaged
+    assert torch.equal(chosen.state["w"], load_checkpoint(checkpoints.best)["model"]["w"])
+
+
+@pytest.mark.parametrize("then", ["resume", "finish"])
+def test_a_stopped_run_names_the_command_that_continues_it_in_its_own_folder(then):
+    folder = Path("outputs/2026-12-01/18-00-00 x")
+    stopped = TrainingStopped("stopped by SIGINT after step 3", 130, folder, then=then)
+    line = stopped.resume_line(["trainer.max_steps=300", "hydra.run.dir=elsewhere", "model=rnn"])
+    assert line == (
+        f"to {then}, run: python scripts/train.py trainer.max_steps=300 model=rnn "
+        "'hydra.run.dir=outputs/2026-12-01/18-00-00 x'"
+    )
