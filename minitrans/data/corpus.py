@@ -6,7 +6,7 @@ tokenisation: minitrans.data.tokenize).
 The prepared corpus is cached under ``data.cache_dir``/corpora, keyed by the source (a
 digest of every byte of local files, a Hub dataset's ``datasets`` fingerprints, or the
 generator's code) and every setting that shapes it; a second start memory-maps it. Problems with the data raise a
-:class:`~minitrans.core.config.ConfigError` naming the key to change.
+:class:`~minitrans.core.checks.ConfigError` naming the key to change.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The training split's ids are held compactly (:class:`~minitrans.data.token_ids.TokenIds`,
 memory-mapped from the cache), so a corpus of millions of pairs fits in a few hundred MB.
 Problems with the data (a missing folder, an empty split, a vocabulary SentencePiece cannot
-build, no pair short enough) become a :class:`~minitrans.core.config.ConfigError` naming the key
+build, no pair short enough) become a :class:`~minitrans.core.checks.ConfigError` naming the key
 to change, so the training script reports them in one line.
 """
 
