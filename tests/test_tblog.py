@@ -146,8 +146,8 @@ def test_rnn_hparams_name_its_own_hyper_parameters(tmp_path):
         log_hparams(writer, cfg, 1234, RunSummary.from_dict(RNN_SUMMARY))
     events = read_events(tmp_path)
     hparams = session_hparams(events)
-    assert hparams["model"] == "rnn_attention" and hparams["d_hidden"] == 16 and hparams["params"] == 1234
-    assert hparams["d_attention"] == 16 and hparams["bidirectional"] == "true"
+    assert hparams["model"] == "rnn_attention" and hparams["d_hidden"] == "16" and hparams["params"] == "1234"
+    assert hparams["d_attention"] == "16" and hparams["bidirectional"] == "true"
     assert "num_heads" not in hparams
     scalars = {tag: events.Scalars(tag)[-1].value for tag in events.Tags()["scalars"]}
     assert scalars == {
@@ -187,6 +187,47 @@ def test_hparams_metric_columns_fill_in_with_the_run_or_its_parent_as_logdir(tmp
     assert {m.display_name for m in exp.metric_infos} >= {"test BLEU", "valid cross-entropy", "hard BLEU"}
 
 
+def test_integers_show_as_integers_in_hparams_and_rates_as_numbers(tmp_path):
+    """HPARAMS prints a number with four decimals (4.0000, 1.1842e+6): integer settings go in as
+    text, declared so in the experiment; the real-valued ones stay numbers."""
+    cfg = TrainConfig(model=TransformerConfig(**TINY_TRANSFORMER | {"num_heads": 4}))
+    with SummaryWriter(str(tmp_path)) as writer:
+        log_hparams(writer, cfg, 1_184_208, RunSummary.from_dict(RNN_SUMMARY | {"name": "transformer"}))
+    events = read_events(tmp_path)
+    hparams = session_hparams(events)
+    assert (hparams["num_heads"], hparams["d_k"], hparams["params"], hparams["seed"]) == ("4", "4", "1184208", "0")
+    assert hparams["lr"] == pytest.approx(3e-3) and hparams["dropout"] == 0.0
+    types = {info.name: info.type for info in experiment(events).hparam_infos}
+    assert types["num_heads"] == types["params"] == types["max_steps"] == api_pb2.DATA_TYPE_STRING
+    assert types["lr"] == types["dropout"] == api_pb2.DATA_TYPE_FLOAT64
+
+
+def test_every_custom_scalars_chart_has_one_tag_so_its_lines_are_runs_in_their_own_colours():
+    """TensorBoard names a CUSTOM SCALARS series "tag (run)" and colours it by the run, with no
+    legend: two tags on one chart would be two lines of one colour."""
+    from minitrans.runs.tblog import SCALARS_LAYOUT
+
+    charts = [chart for category in SCALARS_LAYOUT.values() for chart in category.values()]
+    assert charts and all(kind == "Multiline" and len(tags) == 1 for kind, tags in charts)
+    titles = [title for category in SCALARS_LAYOUT.values() for title in category]
+    assert len(set(titles)) == len(titles)
+
+
+def test_a_sample_longer_than_max_len_is_cut_for_its_attention_maps_as_decoding_cuts_it(tmp_path, tokenizer):
+    """A validation line longer than model.max_len pieces crashed every run at its first
+    validation (ValueError from the model's positions) before any checkpoint was written."""
+    torch.manual_seed(0)
+    model = build_model(TransformerConfig(**TINY_TRANSFORMER | {"max_len": 8}), tokenizer).eval()
+    translator = Translator(model, tokenizer, max_len=8, device=torch.device("cpu"))
+    long_row = {"src": "the man rides a bike . " * 4, "tgt": "der Mann fährt Rad ."}
+    long_row["src_ids"] = translator.encode([long_row["src"]])[0]
+    assert len(long_row["src_ids"]) > 8
+    with SummaryWriter(str(tmp_path)) as writer:
+        log_validation_samples(writer, translator, [long_row], ["der Mann fährt Rad ."], step=1)
+    images = read_events(tmp_path).Tags()["images"]
+    assert "attention_cross/sample0/layer1/head1" in images
+
+
 def test_the_custom_scalars_layout_charts_train_against_valid(tmp_path):
     with SummaryWriter(str(tmp_path)) as writer:
         log_layout(writer)
@@ -195,9 +236,9 @@ def test_the_custom_scalars_layout_charts_train_against_valid(tmp_path):
     assert content  # TensorBoard's CUSTOM SCALARS tab appears
     from minitrans.runs.tblog import SCALARS_LAYOUT
 
-    charts = SCALARS_LAYOUT["train vs valid"]
-    loss = next(tags for title, (_, tags) in charts.items() if title.startswith("loss"))
-    assert any("train/" in tag for tag in loss) and any("valid/" in tag for tag in loss)
+    charts = SCALARS_LAYOUT["train vs valid"]  # side by side, in reading order
+    tags = [tag for _, (_, chart_tags) in charts.items() for tag in chart_tags]
+    assert tags[:2] == [r"train/loss_label_smoothed$", r"valid/loss_label_smoothed$"]
 
 
 def test_a_tiny_training_run_writes_scalars_samples_attention_and_hparams_into_one_event_file(tmp_path):
@@ -249,6 +290,6 @@ def test_a_tiny_training_run_writes_scalars_samples_attention_and_hparams_into_o
     assert "samples/translations/text_summary" in tags["tensors"]
     assert events.PluginTagToContent(custom_scalar_metadata.PLUGIN_NAME)
     hparams = session_hparams(events)
-    assert hparams["model"] == "transformer" and hparams["num_heads"] == 2 and hparams["d_k"] == 8
-    assert hparams["params"] == summary.params and hparams["d_model"] == 16
+    assert hparams["model"] == "transformer" and hparams["num_heads"] == "2" and hparams["d_k"] == "8"
+    assert hparams["params"] == str(summary.params) and hparams["d_model"] == "16"
     assert hparams_metadata.SESSION_END_INFO_TAG in events.PluginTagToContent(hparams_metadata.PLUGIN_NAME)

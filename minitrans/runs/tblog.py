@@ -18,6 +18,7 @@ Tags written here, all into the run's own event file:
 from __future__ import annotations
 
 import re
+import warnings
 
 from google.protobuf import struct_pb2
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
@@ -36,20 +37,22 @@ NO_ATTENTION = (
 )
 FINAL = "~final"  # the final figures' tag prefix: sorts after train/ and valid/ in SCALARS
 
-# The CUSTOM SCALARS tab: the curves to read first, train against valid on one chart.
-# (Tags are regular expressions; the valid curves have a point per validation only, so read
-# them with smoothing 0.)
+# The CUSTOM SCALARS tab: the curves to read first, side by side, one tag per chart. TensorBoard
+# colours a chart's lines by run (a series is "tag (run)", its colour the run's) and draws no
+# legend, so two tags of one run on one chart are two lines of one colour that cannot be told
+# apart; with one tag per chart, each line is a run, in the colour the run selector shows. (Tags
+# are regular expressions; the valid curves have a point per validation only, so read them with
+# smoothing 0.)
 SCALARS_LAYOUT = {
     "train vs valid": {
-        "loss, label-smoothed (what training minimises)": [
+        "train loss, label-smoothed (what training minimises)": ["Multiline", [r"train/loss_label_smoothed$"]],
+        "valid loss, label-smoothed (the same loss on the validation split)": [
             "Multiline",
-            [r"train/loss_label_smoothed$", r"valid/loss_label_smoothed$"],
+            [r"valid/loss_label_smoothed$"],
         ],
-        "valid cross-entropy, no label smoothing (smoothing 0)": ["Multiline", [r"valid/cross_entropy$"]],
-        "valid BLEU and chrF (a point per validation: read with smoothing 0)": [
-            "Multiline",
-            [r"valid/bleu$", r"valid/chrf$"],
-        ],
+        "valid cross-entropy, no label smoothing": ["Multiline", [r"valid/cross_entropy$"]],
+        "valid BLEU": ["Multiline", [r"valid/bleu$"]],
+        "valid chrF": ["Multiline", [r"valid/chrf$"]],
     },
     "training": {
         "learning rate": ["Multiline", [r"train/lr$"]],
@@ -112,6 +115,9 @@ def log_attention(
     or the decoder's own ids) under ``attention_{kind}/sample{sample}/layer{n}/head{h}``;
     False (and nothing logged) when the model has no attention."""
     tokenizer = translator.tokenizer
+    with warnings.catch_warnings():  # a source longer than max_len: cut as decoding cuts it (which warned)
+        warnings.simplefilter("ignore")
+        src_ids = translator.fit_source(src_ids)
     hyp_ids = tokenizer.encode_tgt([hypothesis])[0] if isinstance(hypothesis, str) else list(hypothesis)
     hyp_ids = hyp_ids[: max(translator.max_len - 1, 0)]  # the decoder input is <s> + hypothesis
     maps = translator.attention_maps(src_ids, hyp_ids)
@@ -162,7 +168,15 @@ def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:
         }
         if model.kind == "rnn_attention":
             values["d_attention"] = model.d_attention
-    return {key: str(value).lower() if isinstance(value, bool) else value for key, value in values.items()}
+    return {key: _hparam_value(value) for key, value in values.items()}
+
+
+def _hparam_value(value):
+    """HPARAMS prints every number with four decimals (``4.0000``, ``1.1842e+6``): integers go in
+    as text, so a head count reads ``4`` and a parameter count every digit; booleans as text too."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, int) else value
 
 
 # Every hyper-parameter any model kind logs: one fixed list for all kinds, so a sweep mixing
@@ -198,6 +212,7 @@ HPARAM_NAMES = (
     "name",
 )
 KEY_HPARAMS = ("model", "num_heads", "d_k", "d_model", "params")
+FLOAT_HPARAMS = ("dropout", "lr", "label_smoothing")  # the real-valued ones; the rest are text
 DISCRETE = {
     "model": ["rnn", "rnn_attention", "transformer"],
     **{k: ["false", "true"] for k in ("norm_first", "bidirectional")},
@@ -244,7 +259,7 @@ def experiment_summary(metrics: dict[str, tuple[float, str]]) -> Summary:
         if name in DISCRETE:
             info.type = api_pb2.DATA_TYPE_STRING
             info.domain_discrete.values.extend(struct_pb2.Value(string_value=v) for v in DISCRETE[name])
-        elif name in ("data", "name"):
+        elif name not in FLOAT_HPARAMS:  # text: integers read as integers (see _hparam_value)
             info.type = api_pb2.DATA_TYPE_STRING
         infos.append(info)
     metric_infos = [
