@@ -240,7 +240,11 @@ def test_runs_of_different_language_pairs_are_compared_only_within_their_pair(tm
     write_run(tmp_path / "1_data.tgt_lang=de,model.num_heads=2", pair_summary("en", "de", heads=2, d_k=8))
     write_run(tmp_path / "2_data.tgt_lang=fr,model.num_heads=1", pair_summary("en", "fr", heads=1, d_k=8))
     write_run(tmp_path / "3_data.tgt_lang=fr,model.num_heads=2", pair_summary("en", "fr", heads=2, d_k=8))
+    write_run(tmp_path / "4_data.tgt_lang=fr,model.num_heads=3", None)  # refused
     result = compare([tmp_path])
+    assert result.table.endswith(
+        "Jobs without a summary:\n\n- `4_data.tgt_lang=fr,model.num_heads=3`: no summary.json (refused, failed or still running)\n"
+    )
     assert result.notes[0].startswith("runs of 2 language pairs (en→de, en→fr)")
     german, french = result.table.split("## en→fr")
     assert german.startswith("## en→de") and "0_data" in german and "2_data" not in german

@@ -30,7 +30,7 @@ from minitrans.runs.compare_plots import (
     plot_heads_dk,
     plot_matched_heads,
 )
-from minitrans.runs.compare_table import comparison_table, eval_columns
+from minitrans.runs.compare_table import comparison_table, eval_columns, skipped_list
 from minitrans.runs.run_set import SUMMARY, Run, Skipped, by_pair, find_runs, read_evals, run_labels
 
 PLOTS = (
@@ -88,10 +88,10 @@ def compare(paths: Sequence[str | Path], out_dir: str | Path | None = None, spli
             "a table section and figures for each pair, no comparison across them"
         )
         table = "\n".join(f"## {pair}\n\n{comparison_table(group)}" for pair, group in groups.items())
-        table += comparison_table([], skipped).split("\n", 2)[-1].lstrip("\n") if skipped else ""
+        table += skipped_list(skipped)
     else:
         table = comparison_table(runs, skipped)
-    for path in {Path(p) for p in paths if Path(p).is_dir()}:
+    for path in dict.fromkeys(Path(p) for p in paths if Path(p).is_dir()):  # each folder once, in order
         if (found := best_trial(path, runs)) is not None:
             run, command = found
             line = f"best trial: {run.job} (valid BLEU {run.summary.valid.get('bleu', float('nan')):.2f}): {command}"

@@ -70,10 +70,14 @@ def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> st
         rows.append(cells)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    if skipped:
-        lines += ["", "Jobs without a summary:", ""]
-        lines += [f"- `{job.folder.name}`: {job.reason}" for job in skipped]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + skipped_list(skipped)
 
 
-__all__ = ["comparison_table", "eval_columns"]
+def skipped_list(skipped: Sequence[Skipped]) -> str:
+    """The jobs that left no summary, each with its reason, under the table(s)."""
+    if not skipped:
+        return ""
+    return "\n".join(["", "Jobs without a summary:", "", *[f"- `{job.folder.name}`: {job.reason}" for job in skipped]]) + "\n"
+
+
+__all__ = ["comparison_table", "eval_columns", "skipped_list"]
