@@ -22,15 +22,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitrans.core.languages import language_name  # re-exported: callers import it from here
+
 MAX_FORMS = 50_000  # Multi30k English has ~10k forms: this keeps every one of a corpus that size
 MOSTLY_UNSEEN = 0.5  # more than this share of a sentence's words unseen: its output means little
 WORD = re.compile(r"\w+(?:['’-]\w+)*")  # "don't", "well-known" and "Straßenbahn" are one word each
-
-LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
-
-
-def language_name(code: str) -> str:
-    return LANGUAGE_NAMES.get(code, code)
 
 
 def words(text: str) -> list[str]:

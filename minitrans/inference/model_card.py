@@ -77,7 +77,8 @@ def model_card(translator: BaseTranslator, location: str | Path | None = None) -
         split = (data.get("test_splits") or ["test"])[0]
         if "bleu" in test:
             lines.append(
-                f"test BLEU:  {test['bleu']:.2f} (chrF {test.get('chrf', float('nan')):.2f}) on {split}, "
+                f"test BLEU:  {test['bleu']:.2f} (chrF {test.get('chrf', float('nan')):.2f}) on {split}"
+                f"{', tokenize ' + test['bleu_tokenize'] if 'bleu_tokenize' in test else ''}, "
                 f"{summary.get('weights', 'final weights')}; from {path}"
             )
     else:

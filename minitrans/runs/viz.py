@@ -16,6 +16,7 @@ training steps compare by eye. The axes of each kind of map, as
 TensorBoard gets one card per head (:func:`attention_cards`): every card has the same fixed
 size, so the IMAGES tab lines them up, and its fonts and label spacing are chosen to be read
 at the card's default width. PNG files get the whole layer as a grid (:func:`attention_figure`).
+Tokens of any script are drawn with a font that has them (:mod:`minitrans.runs.fonts`).
 
 Every plot of runs colours a model kind the same way (:data:`MODEL_COLORS`).
 
@@ -24,6 +25,7 @@ Shape legend: H heads, Lq query (row) length, Lk key (column) length.
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 import warnings
@@ -36,6 +38,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from minitrans.core.textio import numbered_path
+from minitrans.runs.fonts import token_fonts
 
 if TYPE_CHECKING:  # tensors come in, but plotting needs no torch: compare.py starts without it
     import torch
@@ -82,6 +85,18 @@ def _text_inches(tokens: Sequence[str], font: float) -> float:
     return min(longest, MAX_LABEL_CHARS) * font * 0.6 / 72 + 0.1
 
 
+def _with_token_fonts(build):
+    """Build the figure with fonts for its tokens' scripts (:mod:`minitrans.runs.fonts`)."""
+
+    @functools.wraps(build)
+    def wrapper(maps, row_tokens, col_tokens, title, *args, **kwargs):
+        with token_fonts([*row_tokens, *col_tokens, title]):
+            return build(maps, row_tokens, col_tokens, title, *args, **kwargs)
+
+    return wrapper
+
+
+@_with_token_fonts
 def _draw_grid(
     panels: list[list[torch.Tensor]],
     row_tokens: Sequence[str],
@@ -158,6 +173,7 @@ def _card_ticks(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
     return positions, labels
 
 
+@_with_token_fonts
 def attention_card(weights: torch.Tensor, row_tokens: Sequence[str], col_tokens: Sequence[str], title: str) -> Figure:
     """One head's map (Lq, Lk) on a card of fixed size (:data:`CARD_INCHES` square): row tokens
     down the left, column tokens along the top, a 0-1 colour bar. Every card has the same
