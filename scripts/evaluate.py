@@ -127,10 +127,14 @@ def run(args: argparse.Namespace) -> int:
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split
     from minitrans.inference.ct2 import is_exported, load_translator
+    from minitrans.inference.hf_export import WEIGHTS, is_hf_export
 
     try:
         exported = is_exported(args.checkpoint)  # a CTranslate2 export writes into its own eval/
-        checkpoint = Path(args.checkpoint) / "model.bin" if exported else resolve_checkpoint(args.checkpoint)
+        if is_hf_export(args.checkpoint):  # export.py --to hf: its own eval/ too
+            exported, checkpoint = True, Path(args.checkpoint) / WEIGHTS
+        else:
+            checkpoint = Path(args.checkpoint) / "model.bin" if exported else resolve_checkpoint(args.checkpoint)
         try:
             device = pick_device(args.device)
         except ValueError:

@@ -47,7 +47,7 @@ from minitrans.models.transformer import Transformer
 
 FORMAT = "minitrans-ctranslate2"
 VERSION = 1
-ENGINES = ("ctranslate2",)
+ENGINES = ("ctranslate2", "hf")  # hf: a shareable folder (minitrans.inference.hf_export)
 
 
 class ExportError(ValueError):
@@ -228,12 +228,16 @@ PARTIAL_MARKER = ".minitrans-partial-export"  # inside a staging folder: only fo
 
 
 def is_export(path: Path) -> bool:
-    """True for a folder an earlier export wrote: it holds our marker file with our format."""
-    try:
-        metadata = json.loads((path / METADATA).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(metadata, dict) and metadata.get("format") == FORMAT
+    """True for a folder an earlier export wrote: it holds our marker file with our format (the
+    CTranslate2 export's minitrans.json, or the shareable folder's config.json)."""
+    for name, expected in ((METADATA, FORMAT), ("config.json", "minitrans-hf")):
+        try:
+            metadata = json.loads((path / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(metadata, dict) and metadata.get("format") == expected:
+            return True
+    return False
 
 
 def check_replaceable(out_dir: str | Path, force: bool, keep: Path | None = None) -> Path:
@@ -262,7 +266,8 @@ def check_replaceable(out_dir: str | Path, force: bool, keep: Path | None = None
     if is_export(out_dir) or not any(out_dir.iterdir()):
         return out_dir
     raise ExportError(
-        f"refusing to replace {out_dir}: --force replaces only an earlier export (a folder holding {METADATA}) "
+        f"refusing to replace {out_dir}: --force replaces only an earlier export (a folder holding {METADATA} "
+        "or a minitrans config.json) "
         "or an empty folder, and this one holds other files; name a new folder"
     )
 

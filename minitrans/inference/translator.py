@@ -83,11 +83,15 @@ class Translator(BaseTranslator):
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
-        """Load a ``.pt`` file or a run folder; any unusable checkpoint raises CheckpointError."""
+        """Load a ``.pt`` file or a run folder (or a folder of :meth:`from_pretrained`); any
+        unusable checkpoint raises CheckpointError."""
         from minitrans.core.config import model_from_dict
         from minitrans.core.utils import pick_device
+        from minitrans.inference.hf_export import is_hf_export
         from minitrans.models.build import build_model_for_weights
 
+        if is_hf_export(path):  # scripts/export.py --to hf: safetensors, no pickle
+            return cls.from_pretrained(path, device)
         device = pick_device(device) if isinstance(device, str) else device
         path = resolve_checkpoint(path)
         payload = load_checkpoint(path)
@@ -101,6 +105,14 @@ class Translator(BaseTranslator):
             reason = first_line(error) if str(error).strip() else type(error).__name__
             raise CheckpointError(f"{path} does not hold a usable model ({type(error).__name__}: {reason})") from None
         return cls(model.to(device).eval(), tokenizer, model_cfg.max_len, device, payload["config"], record, path)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
+        """Load a folder written by ``scripts/export.py RUN --to hf DIR`` (safetensors weights,
+        no ``torch.load``); raises CheckpointError."""
+        from minitrans.inference.hf_export import load_pretrained
+
+        return load_pretrained(path, device)
 
     # -- search ------------------------------------------------------------------------------
     @torch.no_grad()

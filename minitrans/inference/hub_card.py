@@ -1,0 +1,151 @@
+"""The model card of a shared folder, ``README.md`` in the Hugging Face Hub's format: YAML
+metadata (languages, license, tags, pipeline, the scores as ``model-index`` results with
+sacrebleu's signatures) and a text that says what the model is, what it was trained on, the
+command that trained it, its scores and how to use it."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from minitrans.core.languages import language_name
+from minitrans.inference.model_card import find_summary
+from minitrans.models.interface import count_parameters
+
+if TYPE_CHECKING:
+    from minitrans.inference.translator import Translator
+
+
+def run_folder(checkpoint: Path) -> Path:
+    """The run a checkpoint belongs to: RUN for RUN/checkpoints/X.pt, else its folder."""
+    folder = checkpoint.parent
+    return folder.parent if folder.name == "checkpoints" else folder
+
+
+def training_command(checkpoint: Path) -> str | None:
+    """``python scripts/train.py OVERRIDES`` of the run, from Hydra's record of its command
+    line (RUN/.hydra/overrides.yaml), or None when the run has none."""
+    path = run_folder(checkpoint) / ".hydra" / "overrides.yaml"
+    try:
+        import yaml
+
+        overrides = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, ImportError):
+        return None
+    if not isinstance(overrides, list):
+        return None
+    return shlex.join(["python", "scripts/train.py", *map(str, overrides)])
+
+
+def _yaml(value) -> str:
+    return json.dumps(value, ensure_ascii=False)  # JSON strings are YAML strings
+
+
+def _results(src: str, tgt: str, test_split: str, scores: dict, corpus: str) -> list[str]:
+    """``model-index`` results: BLEU and chrF of the test split, each with its signature."""
+    lines = [
+        "model-index:",
+        "- name: minitrans",
+        "  results:",
+        "  - task:",
+        "      type: translation",
+        f"      name: Translation {src}-{tgt}",
+        "    dataset:",
+        f"      type: {_yaml(corpus)}",
+        f"      name: {_yaml(corpus)}",
+        f"      split: {_yaml(test_split)}",
+        "    metrics:",
+    ]
+    for name, key in (("BLEU", "bleu"), ("chrF", "chrf")):
+        if key in scores:
+            lines += [f"    - type: {key}", f"      value: {round(float(scores[key]), 2)}", f"      name: {name}"]
+            if f"{key}_signature" in scores:
+                lines.append(f"      args: {_yaml(scores[f'{key}_signature'])}")
+    return lines
+
+
+def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> str:
+    """The README.md of a shared folder for the model ``translator`` loaded from ``checkpoint``."""
+    config = translator.config or {}
+    data, model = config.get("data", {}), config.get("model", {})
+    src, tgt = data.get("src_lang", "?"), data.get("tgt_lang", "?")
+    corpus = data.get("path") or data.get("root") or data.get("name", "?")
+    found = find_summary(checkpoint)
+    summary = found[0] if found is not None else {}
+    test = summary.get("test") or {}
+    split = (data.get("test_splits") or ["test"])[0]
+    front = [
+        "---",
+        "language:",
+        f"- {src}",
+        f"- {tgt}",
+        f"license: {license}",
+        "library_name: minitrans",
+        "pipeline_tag: translation",
+        "tags:",
+        "- translation",
+        "- minitrans",
+        f"- {model.get('kind', 'transformer')}",
+    ]
+    if test:
+        front += _results(src, tgt, split, test, str(corpus))
+    front.append("---")
+    pair = f"{language_name(src)} → {language_name(tgt)}"
+    body = [
+        "",
+        f"# minitrans {pair} ({src}→{tgt})",
+        "",
+        f"A {model.get('kind', 'transformer')} trained from scratch with minitrans (an encoder-decoder "
+        f"Transformer in PyTorch): {count_parameters(translator.model):,} parameters, d_model {model.get('d_model', '?')}, "
+        f"{model.get('num_heads', '?')} heads, {model.get('num_encoder_layers', '?')}+"
+        f"{model.get('num_decoder_layers', '?')} layers; subwords from SentencePiece "
+        f"({'one joint vocabulary' if translator.tokenizer.is_joint else 'one vocabulary per language'}).",
+        "",
+        "## Training data",
+        "",
+        f"Corpus: `{corpus}` ({data.get('name', '?')})"
+        + (f", {translator.record.num_pairs:,} training pairs" if translator.record is not None else "")
+        + ". Its record (source word counts, used to warn about unseen words) is `training_data.json`.",
+    ]
+    cleaning = (summary.get("data") or {}).get("cleaning")
+    if cleaning:
+        dropped = ", ".join(f"{reason} {n:,}" for reason, n in cleaning.get("dropped", {}).items() if n) or "none"
+        body.append(f"Cleaning: {cleaning.get('pairs', 0):,} pairs read, dropped: {dropped}.")
+    command = training_command(checkpoint)
+    body += ["", "## How it was trained", ""]
+    body += ["```", command, "```"] if command else ["The command line was not recorded (no .hydra/overrides.yaml)."]
+    if summary:
+        body.append(f"{summary.get('steps', '?')} steps, {summary.get('weights', 'final weights')}.")
+    body += ["", "## Scores", ""]
+    if test:
+        body += [
+            f"On {split}: BLEU {test.get('bleu', float('nan')):.2f}, chrF {test.get('chrf', float('nan')):.2f} "
+            "(sacrebleu, detokenised, cased).",
+            "",
+            f"- BLEU signature: `{test.get('bleu_signature', 'tok:' + str(test.get('bleu_tokenize', '13a')))}`",
+        ]
+        if "chrf_signature" in test:
+            body.append(f"- chrF signature: `{test['chrf_signature']}`")
+    else:
+        body.append("Not scored: no summary.json beside the checkpoint.")
+    body += [
+        "",
+        "## Use",
+        "",
+        "```python",
+        "from minitrans.inference.translator import Translator",
+        "",
+        'translator = Translator.from_pretrained("THIS_FOLDER")',
+        'print(translator.translate(["…"]))',
+        "```",
+        "",
+        'or `python scripts/translate.py THIS_FOLDER "…"`. The weights are `model.safetensors`: loading',
+        "them runs no pickle.",
+        "",
+    ]
+    return "\n".join(front + body)
+
+
+__all__ = ["hub_card", "run_folder", "training_command"]

@@ -1,0 +1,234 @@
+"""export.py --to hf: a folder in the Hub's layout (safetensors, config.json, tokenizer, training
+record, model card) that translates exactly as the checkpoint did, loaded without torch.load;
+--push-to-hub hands it to huggingface_hub.upload_folder (mocked: nothing leaves this machine)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import REPO, script_env
+from test_export import SENTENCES, SRC, VARIANTS, build_checkpoint
+
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitrans.inference import hf_export
+from minitrans.inference.coverage import TrainingRecord
+from minitrans.inference.ct2 import load_translator
+from minitrans.inference.export import ExportError
+from minitrans.inference.hf_export import export_hf, is_hf_export, push_to_hub
+from minitrans.inference.translator import Translator
+
+sys.path.insert(0, str(REPO / "scripts"))
+import export as export_script  # noqa: E402
+
+SCORES = {
+    "bleu": 12.89,
+    "chrf": 20.5,
+    "bleu_tokenize": "zh",
+    "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:zh|smooth:exp|version:2.6.0",
+    "chrf_signature": "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0",
+}
+
+
+def make_run(root: Path, **model) -> Path:
+    """A run folder as training leaves it: best.pt, summary.json and Hydra's record of the command."""
+    run = root / "run"
+    best = build_checkpoint(run / "checkpoints" / "best.pt", **model)
+    payload = load_checkpoint(best)  # with the record of its training data, as the trainer writes it
+    save_checkpoint(
+        {**payload, "training_data": TrainingRecord.from_sentences(SRC, "de", "en", "multi30k").to_state()}, best
+    )
+    (run / "summary.json").write_text(json.dumps({"test": SCORES, "steps": 300, "weights": "best validation BLEU"}))
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- data=hf\n- data.path=cmn.txt\n- data.tgt_lang=zh\n")
+    return run
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("hf")
+    run = make_run(root)
+    folder, _ = export_hf(run, root / "shared", license="apache-2.0")
+    return run, folder
+
+
+def no_pickle(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("torch.load was called")
+
+    monkeypatch.setattr(torch, "load", refuse)
+
+
+@pytest.mark.parametrize("variant", [*VARIANTS, "rnn_attention"])
+def test_the_folder_translates_as_the_checkpoint_did_without_torch_load(tmp_path, variant, monkeypatch):
+    model = {"kind": "rnn_attention"} if variant == "rnn_attention" else VARIANTS[variant][0]
+    run = make_run(tmp_path, **model)
+    ours = Translator.from_checkpoint(run, "cpu")
+    folder, _ = export_hf(run, tmp_path / "shared")
+    no_pickle(monkeypatch)
+    loaded = Translator.from_pretrained(folder, "cpu")
+    src_ids = ours.encode(SENTENCES)
+    assert loaded.translate_encoded(src_ids) == ours.translate_encoded(src_ids)
+    for name, tensor in ours.model.state_dict().items():
+        assert torch.equal(loaded.model.state_dict()[name], tensor), name
+    assert loaded.config == ours.config and loaded.max_len == ours.max_len
+    assert loaded.record.to_state() == ours.record.to_state()  # unseen-word warnings work as before
+    # every loader of the scripts takes the folder (and its weights file) too
+    for path in (folder, folder / "model.safetensors"):
+        assert Translator.from_checkpoint(path, "cpu").translate_encoded(src_ids[:3]) == ours.translate_encoded(
+            src_ids[:3]
+        )
+    assert load_translator(folder, "cpu").translate_encoded(src_ids[:3]) == ours.translate_encoded(src_ids[:3])
+
+
+def test_the_folder_holds_the_hubs_files(shared):
+    run, folder = shared
+    names = {path.name for path in folder.iterdir()}
+    assert {"model.safetensors", "config.json", "src.model", "training_data.json", "README.md"} <= names
+    assert not any(name.endswith((".pt", ".bin", ".pkl")) for name in names)
+    header_size = int.from_bytes((folder / "model.safetensors").read_bytes()[:8], "little")
+    header = json.loads((folder / "model.safetensors").read_bytes()[8 : 8 + header_size])  # safetensors: JSON + raw
+    assert "src_embed.weight" in header and header["__metadata__"] == {"format": "pt"}
+    config = json.loads((folder / "config.json").read_text())
+    assert config["format"] == "minitrans-hf" and config["model_type"] == "minitrans"
+    assert config["config"]["data"]["tgt_lang"] == "en" and config["max_len"] == 64
+    assert is_hf_export(folder) and not is_hf_export(run)
+
+
+def test_the_model_card_is_in_the_hubs_format(shared):
+    _, folder = shared
+    text = (folder / "README.md").read_text()
+    assert text.startswith("---\n")
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert meta["language"] == ["de", "en"] and meta["license"] == "apache-2.0"
+    assert meta["pipeline_tag"] == "translation" and "translation" in meta["tags"]
+    metrics = meta["model-index"][0]["results"][0]["metrics"]
+    bleu = next(m for m in metrics if m["type"] == "bleu")
+    assert bleu["value"] == 12.89 and "tok:zh" in bleu["args"]
+    body = text.split("---\n", 2)[2]
+    assert "German → English" in body
+    assert "python scripts/train.py data=hf data.path=cmn.txt data.tgt_lang=zh" in body  # the command that trained it
+    assert "nrefs:1|case:mixed|eff:no|tok:zh" in body
+
+
+def test_force_replaces_only_an_earlier_export(shared, tmp_path):
+    run, _ = shared
+    first, _ = export_hf(run, tmp_path / "out")
+    with pytest.raises(ExportError, match="already exists"):
+        export_hf(run, first)
+    export_hf(run, first, force=True)  # an earlier export: replaced
+    assert is_hf_export(first)
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "thesis.tex").write_text("x")
+    with pytest.raises(ExportError, match="refusing to replace"):
+        export_hf(run, other, force=True)
+    assert (other / "thesis.tex").exists()
+    with pytest.raises(ExportError, match="holds the checkpoint"):
+        export_hf(run, run, force=True)
+    assert (run / "checkpoints" / "best.pt").exists()
+
+
+def test_a_folder_whose_config_does_not_match_its_weights_is_one_error(shared, tmp_path):
+    _, folder = shared
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for path in folder.iterdir():
+        (bad / path.name).write_bytes(path.read_bytes())
+    config = json.loads((bad / "config.json").read_text())
+    config["config"]["model"]["d_model"] = 4096
+    (bad / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=r"does not hold a usable model .*disagree"):
+        Translator.from_pretrained(bad, "cpu")
+    with pytest.raises(CheckpointError, match="not a folder written by export.py --to hf"):
+        Translator.from_pretrained(tmp_path, "cpu")
+
+
+class FakeHub:
+    """huggingface_hub.HfApi's two calls, recorded."""
+
+    calls: list = []
+
+    def __init__(self, token=None):
+        self.token = token
+
+    def create_repo(self, repo_id, **kwargs):
+        FakeHub.calls.append(("create_repo", repo_id, kwargs))
+
+    def upload_folder(self, **kwargs):
+        FakeHub.calls.append(("upload_folder", kwargs))
+        return type("Commit", (), {"commit_url": f"https://hub.example/{kwargs['repo_id']}/commit/1"})()
+
+
+def test_push_to_hub_uploads_the_folder(shared, monkeypatch):
+    import huggingface_hub
+
+    _, folder = shared
+    FakeHub.calls = []
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeHub)
+    url = push_to_hub(folder, "someone/minitrans-de-en", private=True)
+    assert url.endswith("someone/minitrans-de-en/commit/1")
+    assert FakeHub.calls[0] == (
+        "create_repo",
+        "someone/minitrans-de-en",
+        {"repo_type": "model", "private": True, "exist_ok": True},
+    )
+    upload = FakeHub.calls[1][1]
+    assert upload["folder_path"] == str(folder) and upload["repo_id"] == "someone/minitrans-de-en"
+
+
+def test_the_script_exports_and_pushes(shared, tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+
+    run, _ = shared
+    FakeHub.calls = []
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeHub)
+    out = tmp_path / "model"
+    assert export_script.main([str(run), str(out), "--to", "hf", "--push-to-hub", "me/model"]) == 0
+    printed = capsys.readouterr().out
+    assert f"exported {run} to {out}" in printed and "uploaded" in printed
+    assert FakeHub.calls[1][1]["folder_path"] == str(out)
+
+    class Offline(FakeHub):
+        def create_repo(self, repo_id, **kwargs):
+            raise huggingface_hub.errors.LocalTokenNotFoundError("Token is required, none found\nmore")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Offline)
+    assert export_script.main([str(run), str(out), "--to", "hf", "--force", "--push-to-hub", "me/model"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: --push-to-hub me/model: Token is required, none found (the folder is exported: {out})\n"
+    )
+
+
+def test_the_script_refuses_options_of_the_other_format(shared, tmp_path):
+    run, _ = shared
+    with pytest.raises(SystemExit):
+        export_script.parse_args([str(run), str(tmp_path / "x"), "--push-to-hub", "me/model"])
+    with pytest.raises(SystemExit):
+        export_script.parse_args([str(run), str(tmp_path / "x"), "--to", "hf", "--quantization", "int8"])
+
+
+def test_hf_export_module_states_its_files():
+    for name in (hf_export.WEIGHTS, hf_export.CONFIG, hf_export.RECORD, hf_export.CARD):
+        assert name in hf_export.__doc__
+
+
+@pytest.mark.slow
+def test_translate_and_evaluate_scripts_take_the_folder(shared):
+    _, folder = shared
+    ours = Translator.from_pretrained(folder, "cpu").translate(["ein mann fährt fahrrad ."])
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "translate.py"), str(folder), "ein mann fährt fahrrad ."],
+        cwd=REPO,
+        env=script_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ours
