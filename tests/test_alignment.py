@@ -218,3 +218,20 @@ def test_attention_drawn_from_the_gold_of_corpus_pairs_gives_aer_zero(src_lang, 
     assert grid[0] == 0.0 and grid[1] > 0.5
     # a model whose positions cannot hold the pairs measures none of them
     assert split_alignment(_AttentionModel([maps]), pieces, split, data, max_len=3).sentences == 0
+
+
+@pytest.mark.parametrize("kind, shape", [("rnn_attention", (1, 1)), ("rnn", None)])
+def test_the_attention_rnn_counts_as_one_layer_with_one_head_and_the_fixed_context_rnn_has_none(kind, shape):
+    from minitrans.core.config import RNNConfig
+    from minitrans.models.build import VocabSizes, build_model
+
+    torch.manual_seed(0)
+    model = build_model(RNNConfig(kind=kind, d_embed=8, d_hidden=8), VocabSizes(len(NAMES), len(NAMES)))
+    src_ids, tgt_ids = [[4, 5, 6, 7, 3], [4, 7, 3]], [[8, 9, 10], [9, 10]]
+    gold = [parse_alignment("0-0 1-1 2-2"), parse_alignment("0-0 1-1")]
+    report = measure_alignment(model, _Pieces(NAMES), src_ids, tgt_ids, gold)
+    if shape is None:
+        assert report is None
+    else:
+        assert (len(report.heads), len(report.heads[0])) == shape and report.sentences == 2
+        assert 0.0 <= report.best_head()[2] <= 1.0
