@@ -250,6 +250,6 @@ def split_alignment(
     gold = gold_for_pairs(data, rows["src"], rows["tgt"])
     if gold is None:
         return None
-    src_ids, tgt_ids = rows["src_ids"], rows["tgt_ids"]
+    src_ids, tgt_ids = list(rows["src_ids"]), list(rows["tgt_ids"])
     gold = [g if len(s) <= max_len and len(t) < max_len else None for g, s, t in zip(gold, src_ids, tgt_ids)]
     return measure_alignment(model, tokenizer, src_ids, tgt_ids, gold, device)

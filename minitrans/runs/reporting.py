@@ -9,17 +9,24 @@ from pathlib import Path
 import datasets
 from torch.utils.tensorboard import SummaryWriter
 
-from minitrans.core.config import TrainerConfig
+from minitrans.core.config import DataConfig, TrainerConfig
 from minitrans.core.utils import write_atomic
 from minitrans.inference.translator import Translator
+from minitrans.runs.alignment import VALIDATION_SAMPLE, split_alignment
 from minitrans.runs.evaluation import evaluate_split, validation_losses
-from minitrans.runs.tblog import log_validation_samples
+from minitrans.runs.tblog import log_alignment, log_validation_samples
 
 
 def validate(
-    translator: Translator, valid: datasets.Dataset, tcfg: TrainerConfig, writer: SummaryWriter | None, step: int
+    translator: Translator,
+    valid: datasets.Dataset,
+    tcfg: TrainerConfig,
+    writer: SummaryWriter | None,
+    step: int,
+    data: DataConfig | None = None,
 ) -> dict:
-    """Validation loss, BLEU and chrF; sample translations and attention maps to TensorBoard."""
+    """Validation loss, BLEU and chrF; sample translations and attention maps to TensorBoard,
+    and, for a corpus with gold alignments (``data``), the AER of every cross-attention head."""
     limit = translator.max_len  # the loss needs pairs the model has positions for
     fits = valid.filter(lambda row: len(row["src_ids"]) <= limit and len(row["tgt_ids"]) < limit, keep_in_memory=True)
     longest = max((len(s) + len(t) + 1 for s, t in zip(fits["src_ids"], fits["tgt_ids"])), default=1)
@@ -40,7 +47,19 @@ def validate(
         writer.add_scalar("valid/chrf", scores["chrf"], step)
         count = min(tcfg.sample_sentences, len(hyps))
         log_validation_samples(writer, translator, valid.select(range(count)), hyps[:count], step)
+        if data is not None:
+            model, tokenizer, device = translator.model, translator.tokenizer, translator.device
+            report = split_alignment(model, tokenizer, valid, data, translator.max_len, device, VALIDATION_SAMPLE)
+            if report is not None and report.sentences:
+                log_alignment(writer, report, step)
     return metrics
+
+
+def final_alignment(translator: Translator, split: datasets.Dataset, data: DataConfig) -> dict:
+    """The ``aer_*`` entries of the summary: every cross-attention head's AER on a test split
+    (empty for a corpus without gold alignments or a model without cross-attention)."""
+    report = split_alignment(translator.model, translator.tokenizer, split, data, translator.max_len, translator.device)
+    return report.summary() if report is not None and report.sentences else {}
 
 
 def evaluate_tests(

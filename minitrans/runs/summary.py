@@ -34,6 +34,7 @@ class RunSummary:
     test: dict[str, Any] = field(default_factory=dict)  # the first test split's scores (bleu, chrf, by_length ...)
     test_splits: dict[str, dict[str, Any]] = field(default_factory=dict)  # every test split's scores
     data: dict[str, Any] = field(default_factory=dict)  # where each split came from, cleaning counts, held-out pairs
+    alignment: dict[str, Any] = field(default_factory=dict)  # aer_*: cross-attention AER on the test split
     config: dict[str, Any] = field(default_factory=dict)  # the resolved configuration
 
     def to_dict(self) -> dict[str, Any]:

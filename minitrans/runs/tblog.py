@@ -8,6 +8,9 @@ Tags written here, all into the run's own event file:
     attention_{kind}/sample{i}/layer{n}/head{h}   image: one head's map, every card the same size
                                                (kind: cross, dec_self, enc_self)
     attention/none                             text, for a model without attention (fixed-context RNN)
+    valid/aer_best_head                        scalar: the AER of the best-aligning cross-attention head
+                                               on a validation sample (embedded corpus: gold alignments)
+    alignment/aer_by_head                      image: layer x head AER heatmap of that sample
     ~final/*                                   scalars: the final figures, read by HPARAMS as its
                                                metric columns (the "~" sorts them after train/ and
                                                valid/, so SCALARS opens on the curves)
@@ -28,6 +31,8 @@ from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
 from minitrans.inference.translator import sentence_tokens
+from minitrans.runs.alignment import AlignmentReport
+from minitrans.runs.heads import heads_heatmap
 from minitrans.runs.summary import RunSummary
 from minitrans.runs.viz import attention_cards, figure_to_array
 
@@ -128,6 +133,14 @@ def log_attention(
         kind, rest = key.split("/", 1)
         writer.add_image(f"attention_{kind}/sample{sample}/{rest}", figure_to_array(fig), step, dataformats="HWC")
     return True
+
+
+def log_alignment(writer: SummaryWriter, report: AlignmentReport, step: int) -> None:
+    """The best cross-attention head's AER as a scalar (a learner watches alignment appear) and
+    every head's AER as a layer x head heatmap."""
+    writer.add_scalar("valid/aer_best_head", report.best_head()[2], step)
+    fig = heads_heatmap({f"cross-attention AER, step {step}": report.aer_grid()}, "AER", cmap="viridis_r")
+    writer.add_image("alignment/aer_by_head", figure_to_array(fig), step, dataformats="HWC")
 
 
 def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:
@@ -299,6 +312,7 @@ __all__ = [
     "SCALARS_LAYOUT",
     "experiment_summary",
     "final_metrics",
+    "log_alignment",
     "log_attention",
     "log_hparams",
     "log_layout",

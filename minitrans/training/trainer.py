@@ -265,9 +265,8 @@ class Trainer:
     def validate(self, to_tensorboard: bool = True) -> dict:
         writer = self.writer if to_tensorboard else None
         with preserved_rng():  # evaluation must not shift the training stream
-            return reporting.validate(
-                self.translator, self.data[self.cfg.data.valid_split], self.cfg.trainer, writer, self.state.step
-            )
+            valid = self.data[self.cfg.data.valid_split]
+            return reporting.validate(self.translator, valid, self.cfg.trainer, writer, self.state.step, self.cfg.data)
 
     def _payload(self, with_training_state: bool = True) -> dict:
         payload = {
@@ -378,6 +377,7 @@ class Trainer:
             test_splits=splits,
             data=self.data_report,
             config=asdict(cfg),
+            alignment=reporting.final_alignment(self.translator, tests[cfg.data.test_splits[0]], cfg.data),
         )
         summary.write(self.out_dir)
         log_hparams(self.writer, cfg, self.num_params, summary)
