@@ -25,6 +25,7 @@ from omegaconf import OmegaConf
 from minitrans.core.checkpoint import load_checkpoint
 from minitrans.core.hydra_config import register_configs, to_dataclass
 from minitrans.core.hydra_sweep import swept_keys, swept_overrides
+from minitrans.core.run_folder import HOLDER_NAME
 from minitrans.core.utils import StopRequest
 from minitrans.runs.compare import compare
 
@@ -79,8 +80,8 @@ def read(path: Path) -> str:
 
 
 def job_pid(job: Path) -> int:
-    """The process that trained in ``job`` (its lock file names it: "pid N on HOST, since ...")."""
-    return int((job / ".lock").read_text().split()[1])
+    """The process that trained in ``job`` (the lock's holder file names it: "pid N on HOST, since ...")."""
+    return int((job / HOLDER_NAME).read_text().split()[1])
 
 
 @pytest.mark.slow
