@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split
+    from minitrans.inference.coverage import check_recorded_split
     from minitrans.inference.ct2 import is_exported, load_translator
     from minitrans.inference.hf_export import WEIGHTS, is_hf_export
 
@@ -141,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             raise CheckpointError(f"--device {args.device}: no such device on this machine") from None
         translator = load_translator(args.checkpoint if exported else checkpoint, device)
         sources, references, split = load_run_split(translator.config, args.split, args.data_root)
+        check_recorded_split(translator.record, split, sources, references)  # the pairs the run had, or refused
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -233,3 +233,143 @@ def test_an_edit_that_keeps_the_time_of_a_json_lines_file_is_seen(tmp_path):
     again = prepare_corpus(cfg)
     assert again.key != first.key
     assert all(text.startswith("a big cat") for text in again.splits["train"]["src"])
+
+
+# ---- the record of the pairs a run had ---------------------------------------------------------------
+def test_a_grown_corpus_draws_other_held_out_pairs_and_the_record_says_so(tmp_path):
+    from minitrans.data.corpus import load_split, prepare_corpus
+    from minitrans.inference.coverage import TrainingRecord, check_recorded_split
+
+    root = tmp_path / "only-train"
+    root.mkdir()
+    write(root / "train.en", EN)
+    write(root / "train.fr", FR)
+    cfg = config(tmp_path, root=str(root))
+    corpus = prepare_corpus(cfg)
+    record = TrainingRecord.from_sentences(corpus.splits["train"]["src"], "en", "fr", "parallel")
+    state = {**record.to_state(), "data_digests": corpus.report["digests"]}
+    record = TrainingRecord.from_state(state)  # as a checkpoint holds it
+    for split in ("train", "valid", "test"):
+        check_recorded_split(record, *load_split(cfg, split)[2:], *load_split(cfg, split)[:2])
+    write(root / "train.en", EN + [f"a cat number {i} sleeps ." for i in range(100)])  # 100 more pairs
+    write(root / "train.fr", FR + [f"un chat numéro {i} dort ." for i in range(100)])
+    sources, references, name = load_split(cfg, "test")
+    assert set(zip(sources, references)) != set(zip(corpus.splits["test"]["src"], corpus.splits["test"]["tgt"]))
+    with pytest.raises(ValueError, match=r"the 'test' pairs \(5\) are not those this run had"):
+        check_recorded_split(record, name, sources, references)
+
+
+@pytest.fixture
+def trained_on_a_folder(tmp_path, tiny_config):
+    """A tiny run on a folder holding only training files (validation and test held out)."""
+    from minitrans.data.generated import generate_corpus
+    from minitrans.training.trainer import train
+
+    generated = generate_corpus(num_train=260, num_valid=1, num_test=1, min_words=3, max_words=8, seed=3)["train"]
+    root = tmp_path / "de-en"
+    root.mkdir()
+    write(root / "train.en", [en for en, _ in generated[:160]])
+    write(root / "train.de", [de for _, de in generated[:160]])
+    overrides = ["data=parallel", f"data.root={root}", "data.src_lang=de", "data.tgt_lang=en", "data.num_valid=8"]
+    overrides += ["data.num_test=8", "trainer.eval_every=1000"]
+    run = tmp_path / "run"
+    train(tiny_config(*overrides, "trainer.max_steps=2"), run)
+
+    def replace_files(count: int) -> None:  # the user's corpus, grown or replaced
+        write(root / "train.en", [en for en, _ in generated[-count:]])
+        write(root / "train.de", [de for _, de in generated[-count:]])
+
+    return run, overrides, replace_files
+
+
+def test_evaluate_refuses_a_test_split_drawn_from_a_changed_corpus(trained_on_a_folder, capsys):
+    import importlib.util
+
+    run, _, replace_files = trained_on_a_folder
+    spec = importlib.util.spec_from_file_location("evaluate_script", Path(__file__).parents[1] / "scripts/evaluate.py")
+    evaluate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(evaluate)
+    assert evaluate.main([str(run), "--split", "test", "--device", "cpu", "--no-progress"]) == 0
+    written = {path.name: path.read_bytes() for path in (run / "eval").iterdir()}
+    capsys.readouterr()
+    replace_files(260)  # the same 160 pairs and 100 more
+    assert evaluate.main([str(run), "--split", "test", "--device", "cpu", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: the 'test' pairs (8) are not those this run had")
+    assert {path.name: path.read_bytes() for path in (run / "eval").iterdir()} == written  # nothing overwritten
+
+
+def test_resuming_on_replaced_training_files_is_refused(trained_on_a_folder, tiny_config):
+    from minitrans.core.checks import ConfigError
+    from minitrans.training.trainer import Trainer
+
+    run, overrides, replace_files = trained_on_a_folder
+    Trainer(tiny_config(*overrides, "trainer.max_steps=4"), run)  # the same files: resumes
+    replace_files(140)
+    with pytest.raises(ConfigError, match=r"^data: the corpus changed since the checkpoint was written .*resume=false"):
+        Trainer(tiny_config(*overrides, "trainer.max_steps=4"), run)
+
+
+# ---- damaged caches of the right size ----------------------------------------------------------------
+def damage_in_place(path: Path, old: bytes, new: bytes) -> None:
+    data = path.read_bytes()
+    assert old in data and len(old) == len(new)
+    path.write_bytes(data.replace(old, new))
+
+
+@pytest.fixture
+def prepared(tmp_path):
+    from minitrans.data.corpus import prepare_corpus
+
+    root = tmp_path / "files"
+    root.mkdir()
+    write(root / "train.en", EN)
+    write(root / "train.fr", FR)
+    cfg = config(tmp_path, root=str(root))
+    return cfg, prepare_corpus(cfg)
+
+
+def test_a_prepared_corpus_damaged_in_place_is_rebuilt(prepared, tmp_path):
+    from minitrans.data.corpus import prepare_corpus
+
+    cfg, corpus = prepared
+    expected = list(zip(corpus.splits["train"]["src"], corpus.splits["train"]["tgt"]))
+    for path in (tmp_path / "cache" / "corpora" / corpus.key).rglob("*.arrow"):
+        damage_in_place(path, b"dog", b"cat")  # same size, valid text: loads without complaint
+    with pytest.warns(UserWarning, match="rebuilding the damaged cache"):
+        again = prepare_corpus(cfg)
+    assert list(zip(again.splits["train"]["src"], again.splits["train"]["tgt"])) == expected
+
+
+def test_token_ids_damaged_in_place_are_rebuilt(prepared, tokenizer, tmp_path):
+    import numpy as np
+
+    from minitrans.data.tokenize import tokenize_pairs
+
+    cfg, corpus = prepared
+    src, tgt = tokenize_pairs(corpus.splits["train"], tokenizer, cfg.cache_dir, corpus.key)
+    expected = [row.tolist() for row in src], [row.tolist() for row in tgt]
+    (folder,) = (tmp_path / "cache" / "ids").iterdir()
+    offsets = np.load(folder / "src.offsets.npy")
+    np.save(folder / "src.offsets.npy", offsets[::-1].copy())  # same size, same last-but-reversed values
+    flat = np.load(folder / "tgt.flat.npy")
+    np.save(folder / "tgt.flat.npy", flat + 100_000)  # same size, ids no vocabulary has
+    for _ in range(2):  # the offsets, then the ids: each found and rebuilt
+        with pytest.warns(UserWarning, match="rebuilding the damaged cache"):
+            src, tgt = tokenize_pairs(corpus.splits["train"], tokenizer, cfg.cache_dir, corpus.key)
+        assert ([row.tolist() for row in src], [row.tolist() for row in tgt]) == expected
+        np.save(folder / "tgt.flat.npy", np.load(folder / "tgt.flat.npy") + 100_000)
+
+
+def test_a_tokenised_split_damaged_in_place_is_rebuilt(prepared, tokenizer, tmp_path):
+    cfg, corpus = prepared
+    splits = datasets.DatasetDict({"valid": corpus.splits["valid"]})
+    expected = [list(ids) for ids in tokenize_corpus(splits, tokenizer, cfg.cache_dir)["valid"]["src_ids"]]
+    (path,) = (tmp_path / "cache" / "tokenized").glob("*.arrow")
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = b"\xff" * 64  # same size: ids or offsets garbled
+    path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="rebuilding the damaged cache"):
+        again = tokenize_corpus(splits, tokenizer, cfg.cache_dir)["valid"]
+    assert [list(ids) for ids in again["src_ids"]] == expected

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import DataConfig
 from minitrans.data.cleaning import clean_pairs, emptied_message
+from minitrans.data.digest import pairs_digest
 from minitrans.data.sources import corpus_source, resolve_splits
 from minitrans.data.token_ids import remove_partial_folders, save_atomically
 
@@ -58,7 +59,11 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
     if (folder / "report.json").exists():
         try:
             report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-            return PreparedCorpus(datasets.load_from_disk(str(folder / "splits")), report, key)
+            splits = datasets.load_from_disk(str(folder / "splits"))
+            # a damaged file of the same size loads: its content must still match its digest
+            if {name: pairs_digest(split) for name, split in splits.items()} != report["digests"]:
+                raise ValueError("content does not match its digest")
+            return PreparedCorpus(splits, report, key)
         except Exception as error:  # a damaged cache entry (the errors of json and pyarrow vary): rebuild it
             warnings.warn(f"rebuilding the damaged cache {folder} ({type(error).__name__})", stacklevel=2)
             shutil.rmtree(folder, ignore_errors=True)
@@ -130,6 +135,7 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
         },
         "cleaning": cleaning,
         "held_out": info,
+        "digests": {name: pairs_digest(table) for name, table in splits.items()},  # what a checkpoint records
     }
     return datasets.DatasetDict({name: _as_dataset(table) for name, table in splits.items()}), report
 

@@ -60,6 +60,15 @@ class TokenIds(Sequence):
         flat = self.flat[starts + np.arange(offsets[-1], dtype=np.int64)]
         return TokenIds(flat, offsets)
 
+    def check(self, count: int, vocab_size: int) -> None:
+        """Raise ValueError unless these are ``count`` sentences of ids below ``vocab_size`` with
+        ordered offsets: a damaged file of the right size loads, as garbage."""
+        offsets, flat = np.asarray(self.offsets), np.asarray(self.flat)
+        if len(offsets) != count + 1 or offsets[0] != 0 or offsets[-1] != len(flat) or (np.diff(offsets) < 0).any():
+            raise ValueError("offsets do not describe the corpus")
+        if len(flat) and not (0 <= int(flat.min()) and int(flat.max()) < vocab_size):
+            raise ValueError("ids outside the vocabulary")
+
     # -- on disk -----------------------------------------------------------------------
     def save(self, folder: Path, name: str) -> None:
         np.save(folder / f"{name}.flat.npy", self.flat)

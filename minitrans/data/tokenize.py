@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 import datasets
+import pyarrow.compute as pc
 
 from minitrans.data.corpus import arrow_table
 from minitrans.data.digest import pairs_digest
@@ -43,6 +44,7 @@ def tokenize_corpus(
         options = {"batched": True, "batch_size": 2000, "desc": f"tokenising {name}" if len(dataset) > 5000 else None}
         try:
             out[name] = dataset.map(encode, cache_file_name=cache_file, load_from_cache_file=True, **options)
+            _check_ids(out[name], len(dataset), tokenizer)
         except Exception as error:  # a damaged cache file (pyarrow's errors vary): tokenise again
             if cache_file is None or not Path(cache_file).exists():
                 raise
@@ -51,6 +53,19 @@ def tokenize_corpus(
             out[name] = dataset.map(encode, cache_file_name=cache_file, load_from_cache_file=False, **options)
         out[name] = out[name].with_format(None)
     return datasets.DatasetDict(out)
+
+
+def _check_ids(dataset: datasets.Dataset, count: int, tokenizer: Tokenizer) -> None:
+    """Raise unless a tokenised split (perhaps read from a cache file) is whole: ``count`` rows,
+    valid Arrow buffers, ids inside the vocabulary (a damaged file of the right size loads)."""
+    table = arrow_table(dataset)
+    table.validate(full=True)
+    if len(table) != count:
+        raise ValueError("the cached split has another number of rows")
+    for column, size in (("src_ids", tokenizer.src_vocab_size), ("tgt_ids", tokenizer.tgt_vocab_size)):
+        low, high = pc.min_max(pc.list_flatten(table.column(column))).values()
+        if low.is_valid and not (0 <= low.as_py() and high.as_py() < size):
+            raise ValueError("ids outside the vocabulary")
 
 
 def tokenize_pairs(
@@ -64,9 +79,9 @@ def tokenize_pairs(
     if (folder / "tgt.offsets.npy").exists():
         try:
             src, tgt = TokenIds.load(folder, "src"), TokenIds.load(folder, "tgt")
-            if all(len(ids) == len(dataset) and ids.offsets[-1] == len(ids.flat) for ids in (src, tgt)):
-                return src, tgt
-            raise ValueError("sizes do not match the corpus")
+            src.check(len(dataset), tokenizer.src_vocab_size)
+            tgt.check(len(dataset), tokenizer.tgt_vocab_size)
+            return src, tgt
         except Exception as error:  # a damaged cache entry: tokenise again
             warnings.warn(f"rebuilding the damaged cache {folder} ({type(error).__name__})", stacklevel=2)
             shutil.rmtree(folder, ignore_errors=True)

@@ -43,6 +43,7 @@ class TrainingRecord:
     word_counts: dict[str, int]  # case-folded source word form -> occurrences in training
     num_forms: int  # distinct source word forms in training (more than word_counts holds if capped)
     is_rebuilt: bool = False  # rebuilt from the run's configuration, not written at training time
+    data_digests: dict[str, str] | None = None  # split -> digest of its pairs (minitrans.data.digest)
 
     @classmethod
     def from_sentences(
@@ -92,6 +93,24 @@ class TrainingRecord:
             ]
         return [f"words {never}: {', '.join(unseen)}"]
 
+    def changed_split(self, split: str, sources: list[str], references: list[str]) -> str | None:
+        """Why the pairs of ``split`` are not those the run had under that name (None when they
+        are, or when the record holds no digest of it: an older checkpoint, another split)."""
+        recorded = (self.data_digests or {}).get(split)
+        if recorded is None:
+            return None
+        import pyarrow as pa
+
+        from minitrans.data.digest import pairs_digest
+
+        if pairs_digest(pa.table({"src": sources, "tgt": references})) == recorded:
+            return None
+        return (
+            f"the {split!r} pairs ({len(sources):,}) are not those this run had under that name: the corpus "
+            "changed since it trained (held-out pairs are drawn from it again, so they may include pairs the "
+            "model trained on); scores on them would not be this run's"
+        )
+
     # -- in a checkpoint: plain values, the counts as one string (compact and fast to load) --
     def to_state(self) -> dict:
         return {
@@ -101,6 +120,7 @@ class TrainingRecord:
             "num_pairs": self.num_pairs,
             "num_forms": self.num_forms,
             "word_counts": "\n".join(f"{word}\t{count}" for word, count in self.word_counts.items()),
+            "data_digests": self.data_digests,
         }
 
     @classmethod
@@ -110,8 +130,21 @@ class TrainingRecord:
             word, _, count = line.rpartition("\t")
             counts[word] = int(count)
         return cls(
-            state["src_lang"], state["tgt_lang"], state["corpus"], state["num_pairs"], counts, state["num_forms"]
+            state["src_lang"],
+            state["tgt_lang"],
+            state["corpus"],
+            state["num_pairs"],
+            counts,
+            state["num_forms"],
+            data_digests=state.get("data_digests"),
         )
+
+
+def check_recorded_split(record: TrainingRecord | None, split: str, sources: list[str], references: list[str]) -> None:
+    """Raise ValueError when a split's pairs are not those the run recorded (evaluate.py)."""
+    problem = record.changed_split(split, sources, references) if record is not None else None
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def rebuild_record(config: dict, cache_dir: str | Path | None = None) -> TrainingRecord | None:
@@ -148,4 +181,4 @@ def rebuild_record(config: dict, cache_dir: str | Path | None = None) -> Trainin
     return record
 
 
-__all__ = ["MAX_FORMS", "TrainingRecord", "language_name", "rebuild_record", "words"]
+__all__ = ["MAX_FORMS", "TrainingRecord", "check_recorded_split", "language_name", "rebuild_record", "words"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import datasets
@@ -66,13 +66,14 @@ def training_record(cfg: DataConfig, corpus: PreparedCorpus) -> TrainingRecord:
     """The source word forms of the training split (for the translator's unseen-word warnings),
     counted once per prepared corpus and cached beside it: a million sentences take seconds."""
     path = Path(cfg.cache_dir).expanduser() / "records" / f"{corpus.key}-{cfg.src_lang}.json"
+    digests = corpus.report["digests"]  # the pairs themselves: what evaluation and resuming check against
     try:
-        return TrainingRecord(**json.loads(path.read_text(encoding="utf-8")))
+        return replace(TrainingRecord(**json.loads(path.read_text(encoding="utf-8"))), data_digests=digests)
     except (OSError, ValueError, TypeError):
         pass  # not there yet, or damaged: count again
     column = corpus.splits[cfg.train_split].data.table.column("src")
     sources = (text for start in range(0, len(column), 50000) for text in column.slice(start, 50000).to_pylist())
-    record = TrainingRecord.from_sentences(sources, cfg.src_lang, cfg.tgt_lang, cfg.name)
+    record = replace(TrainingRecord.from_sentences(sources, cfg.src_lang, cfg.tgt_lang, cfg.name), data_digests=digests)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(record.__dict__))
@@ -81,13 +82,31 @@ def training_record(cfg: DataConfig, corpus: PreparedCorpus) -> TrainingRecord:
     return record
 
 
-def prepare_training_data(cfg: TrainConfig, tokenizer_state: dict | None = None) -> TrainingData:
+def check_same_data(recorded: dict | None, corpus: PreparedCorpus) -> None:
+    """Refuse (ConfigError) to resume on pairs other than those the checkpoint's training-data
+    record (``recorded``, its state) names: the files were replaced or edited since."""
+    then = (recorded or {}).get("data_digests") or {}
+    changed = [name for name, digest in corpus.report["digests"].items() if then.get(name, digest) != digest]
+    if changed:
+        pairs = corpus.report["splits"]
+        raise ConfigError(
+            f"data: the corpus changed since the checkpoint was written (split {', '.join(changed)}: "
+            f"other pairs; {pairs[changed[0]]['pairs']:,} now); resuming would go on training on other data "
+            "with the old tokenizer. Restore the files, use a new run folder, or set trainer.resume=false"
+        )
+
+
+def prepare_training_data(
+    cfg: TrainConfig, tokenizer_state: dict | None = None, recorded: dict | None = None
+) -> TrainingData:
     """Load and tokenise the configured corpus; ``tokenizer_state`` (from a checkpoint) is used
-    as is, else a tokenizer is trained on the training split (or found in the cache)."""
+    as is, else a tokenizer is trained on the training split (or found in the cache).
+    ``recorded`` (a resumed checkpoint's training-data record) must name the same pairs."""
     dcfg = cfg.data
     corpus = prepare_corpus(dcfg)
     for line in describe(corpus.report):
         log.info(line)
+    check_same_data(recorded, corpus)
     for name in [dcfg.valid_split, *dcfg.test_splits]:
         if len(corpus.splits[name]) == 0:
             raise ConfigError(f"data: split {name!r} of corpus {dcfg.name!r} is empty")

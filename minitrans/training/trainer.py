@@ -97,7 +97,8 @@ class Trainer:
 
     def _prepare_data(self, payload: dict | None) -> None:
         with distributed.InTurn(self.dist):  # one process per machine fills the caches
-            data = prepare_training_data(self.cfg, payload["tokenizer"] if payload else None)
+            saved = payload or {}  # a resumed run: its tokenizer, and the record of the data it must find
+            data = prepare_training_data(self.cfg, saved.get("tokenizer"), saved.get("training_data"))
         self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
         self.src_ids, self.tgt_ids, self.record = data.src_ids, data.tgt_ids, data.record
         self.data_report = data.report
