@@ -373,3 +373,33 @@ def test_a_tokenised_split_damaged_in_place_is_rebuilt(prepared, tokenizer, tmp_
     with pytest.warns(UserWarning, match="rebuilding the damaged cache"):
         again = tokenize_corpus(splits, tokenizer, cfg.cache_dir)["valid"]
     assert [list(ids) for ids in again["src_ids"]] == expected
+
+
+# ---- runs read elsewhere ----------------------------------------------------------------------------------
+def test_a_relative_data_root_read_from_another_folder_names_data_root(tmp_path, monkeypatch):
+    from dataclasses import asdict
+
+    from minitrans.data.corpus import load_run_split
+
+    (tmp_path / "corpora" / "en-fr").mkdir(parents=True)
+    write(tmp_path / "corpora" / "en-fr" / "train.en", EN)
+    write(tmp_path / "corpora" / "en-fr" / "train.fr", FR)
+    data = config(tmp_path, root="corpora/en-fr")  # as trained from tmp_path
+    run_config = {"data": asdict(data)}
+    monkeypatch.chdir(tmp_path)
+    assert len(load_run_split(run_config, "test")[0]) == 5
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(
+        ValueError, match=r"data\.root=corpora/en-fr is relative: read from \S+elsewhere\).*--data-root"
+    ):
+        load_run_split(run_config, "test")
+    assert len(load_run_split(run_config, "test", tmp_path / "corpora" / "en-fr")[0]) == 5
+
+
+def test_a_huge_generated_corpus_is_not_regenerated_to_name_unseen_words(monkeypatch):
+    from minitrans.inference.coverage import rebuild_record
+
+    monkeypatch.setattr("minitrans.data.corpus.load_split", lambda *a, **k: pytest.fail("regenerated"))
+    config = {"data": {"name": "generated", "num_train": 10_000_000, "src_lang": "en", "tgt_lang": "de"}}
+    assert rebuild_record(config) is None  # coverage unknown, said once, instead of minutes of generation

@@ -212,4 +212,15 @@ def load_run_split(
     except (KeyError, TypeError, ValueError) as error:  # e.g. a key this version does not know
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise ValueError(f"the checkpoint's data config is unusable: {reason}") from None
-    return load_split(data, split, data_root)
+    try:
+        return load_split(data, split, data_root)
+    except (ValueError, OSError) as error:
+        key, where = ("data.path", data.path) if data.name == "hf" else ("data.root", data.root)
+        is_path = data.name != "hf" or bool(where and (where.startswith(".") or Path(where).suffix))  # not a Hub id
+        if data_root is not None or not is_path or Path(where).expanduser().is_absolute() or Path(where).exists():
+            raise
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(
+            f"{reason} (the run's {key}={where} is relative: read from {Path.cwd()}); run from the folder it "
+            "trained in, or pass --data-root DIR"
+        ) from None

@@ -25,6 +25,7 @@ from pathlib import Path
 from minitrans.core.languages import language_name  # re-exported: callers import it from here
 
 MAX_FORMS = 50_000  # Multi30k English has ~10k forms: this keeps every one of a corpus that size
+MAX_REBUILT_PAIRS = 100_000  # a record is rebuilt from a generated corpus of at most this many pairs (seconds)
 MOSTLY_UNSEEN = 0.5  # more than this share of a sentence's words unseen: its output means little
 WORD = re.compile(r"\w+(?:['’-]\w+)*")  # "don't", "well-known" and "Straßenbahn" are one word each
 
@@ -149,14 +150,15 @@ def check_recorded_split(record: TrainingRecord | None, split: str, sources: lis
 
 def rebuild_record(config: dict, cache_dir: str | Path | None = None) -> TrainingRecord | None:
     """The record of a checkpoint written before records existed, rebuilt from its run's
-    configuration when its training corpus can be had offline: the embedded corpus (regenerated
-    from its seed, a few seconds; cached in ``cache_dir``). None otherwise."""
+    configuration when its training corpus can be had offline in seconds: the embedded corpus of
+    at most ``MAX_REBUILT_PAIRS`` pairs (regenerated from its seed; cached in ``cache_dir``).
+    None otherwise."""
     from minitrans.core.config import DataConfig
     from minitrans.data.corpus import load_split
 
     data = config.get("data", {})
-    if data.get("name") != "generated":
-        return None
+    if data.get("name") != "generated" or data.get("num_train", 0) > MAX_REBUILT_PAIRS:
+        return None  # not to be had offline, or not in seconds (up to 10M pairs: minutes before one sentence)
     what = {k: v for k, v in data.items() if k != "cache_dir"}
     key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
     cache = Path(cache_dir).expanduser() / "records" / f"{key}.json" if cache_dir else None
