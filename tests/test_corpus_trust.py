@@ -5,6 +5,7 @@ the training data a checkpoint records compared with the data it is evaluated or
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import datasets
@@ -403,3 +404,47 @@ def test_a_huge_generated_corpus_is_not_regenerated_to_name_unseen_words(monkeyp
     monkeypatch.setattr("minitrans.data.corpus.load_split", lambda *a, **k: pytest.fail("regenerated"))
     config = {"data": {"name": "generated", "num_train": 10_000_000, "src_lang": "en", "tgt_lang": "de"}}
     assert rebuild_record(config) is None  # coverage unknown, said once, instead of minutes of generation
+
+
+# ---- a fair validation sample ---------------------------------------------------------------------------
+def sorted_by_length(count: int) -> tuple[list[str], list[str]]:
+    """A corpus sorted by length, as Tatoeba's files are: the first lines are the shortest."""
+    en = [" ".join(["dog"] * (1 + i // 4)) + f" {i}" for i in range(count)]
+    fr = [" ".join(["chien"] * (1 + i // 4)) + f" {i}" for i in range(count)]
+    return en, fr
+
+
+def test_held_out_pairs_are_a_seeded_random_sample_in_random_order(tmp_path):
+    from minitrans.data.corpus import load_split, prepare_corpus
+
+    en, fr = sorted_by_length(400)
+    root = tmp_path / "sorted"
+    root.mkdir()
+    write(root / "train.en", en)
+    write(root / "train.fr", fr)
+    cfg = config(tmp_path, root=str(root), num_valid=100, num_test=50)
+    corpus = prepare_corpus(cfg)
+    valid = [en.index(text) for text in corpus.splits["valid"]["src"]]
+    assert valid != sorted(valid)  # not the corpus' order: any first N is a fair sample
+    first = valid[:20]
+    assert abs(sum(first) / len(first) - 200) < 60  # around the corpus' middle, not its shortest lines
+    assert "valid" in corpus.report["in_random_order"] and "test" in corpus.report["in_random_order"]
+    again = prepare_corpus(replace(cfg, cache_dir=str(tmp_path / "other")))
+    assert list(again.splits["valid"]["src"]) == list(corpus.splits["valid"]["src"])  # seeded
+    assert load_split(cfg, "valid")[0] == list(corpus.splits["valid"]["src"])  # evaluate.py draws them again
+
+
+def test_a_validation_file_sorted_by_length_is_sampled_at_random_and_the_sample_reported(tokenizer):
+    from minitrans.training.run_data import validation_sample
+
+    en, fr = sorted_by_length(400)
+    ids = datasets.Dataset.from_dict({"src": en, "tgt": fr, "src_ids": [[1] * (1 + i // 4) for i in range(400)]})
+    valid, sample = validation_sample(ids, 40, seed=7, is_random_order=False)
+    positions = [en.index(text) for text in valid["src"]]
+    assert sorted(positions) == list(range(400)) and positions != sorted(positions)
+    assert sample["pairs"] == 40 and sample["of"] == 400 and "seeded random sample (seed 7)" in sample["drawn"]
+    assert sample["split_mean_src_subwords"] == 50.5
+    assert abs(sample["mean_src_subwords"] - 50.5) < 15  # the first 40 of the file would average 5.5
+    assert list(validation_sample(ids, 40, seed=7, is_random_order=False)[0]["src"]) == list(valid["src"])  # seeded
+    kept, sample = validation_sample(ids, 40, seed=7, is_random_order=True)  # held out or drawn: as it is
+    assert list(kept["src"]) == en and sample["mean_src_subwords"] == 5.5

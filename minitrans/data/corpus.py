@@ -69,6 +69,10 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
             shutil.rmtree(folder, ignore_errors=True)
 
     splits, report = _clean_and_hold_out(cfg, source.load(sources), roles)
+    # the splits whose order is a random draw (held out, or drawn by the grammar): any first N of
+    # them is a fair sample; others are in their file's order (perhaps sorted by length)
+    drawn = [name for name, source_split in roles.items() if source_split is None or source.is_random_order]
+    report["in_random_order"] = [name for name in drawn if name != cfg.train_split]
     report = {"corpus": cfg.name, "source": source.describe(), **report}
 
     def write(tmp: Path) -> None:
@@ -112,7 +116,7 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
         order = np.random.default_rng(cfg.corpus_seed).permutation(len(train))
         start = 0
         for name in held:
-            out[name] = train.take(np.sort(order[start : start + sizes[name]]))
+            out[name] = train.take(order[start : start + sizes[name]])  # a seeded random sample, in random order
             start += sizes[name]
         rest = train.take(np.sort(order[start:]))
         # the held-out pairs are disjoint from training by position; a repeat of one elsewhere

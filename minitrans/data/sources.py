@@ -30,6 +30,7 @@ TEST_ALIASES = ("test",)
 
 class CorpusSource(Protocol):
     root_key: str | None  # the data.* key a --data-root replaces (None: nothing to replace)
+    is_random_order: bool  # its splits come in a random order (drawn), not a file's (perhaps sorted)
 
     def describe(self) -> str:
         """Where the data comes from, in a few words (the report's ``source``)."""
@@ -109,6 +110,7 @@ def check_split_names(cfg: DataConfig) -> None:
 class GeneratedSource:
     cfg: DataConfig
     root_key = None
+    is_random_order = True  # each split drawn by its own seeded generator
 
     def describe(self) -> str:
         return f"generated (seed {self.cfg.corpus_seed})"
@@ -185,6 +187,7 @@ class ParallelSource:
     root: Path
     hint: str = ""  # how to get the files (multi30k)
     root_key = "root"
+    is_random_order = False
 
     def describe(self) -> str:
         return str(self.root)
@@ -235,6 +238,7 @@ class HfSource:
     _loaded: tuple | None = field(default=None, repr=False)  # (pairs, fingerprints): loaded once
     _content: str | None = field(default=None, repr=False)  # the digest of a local path's files
     root_key = "path"
+    is_random_order = False
 
     def _local_digest(self) -> str | None:
         """The content digest of a local file or folder (None for a Hub id)."""

@@ -82,6 +82,26 @@ def training_record(cfg: DataConfig, corpus: PreparedCorpus) -> TrainingRecord:
     return record
 
 
+def validation_sample(
+    valid: datasets.Dataset, count: int, seed: int, is_random_order: bool
+) -> tuple[datasets.Dataset, dict]:
+    """The validation split in a random order, so that the first ``count`` pairs (the validation
+    BLEU subset and the samples shown) are a fair sample, not the first of a file perhaps sorted
+    by length; a split already in a random order (held out, or drawn) stays as it is. Returns
+    the split and a description of the sample (the pairs, how drawn, mean source lengths)."""
+    if not is_random_order:
+        valid = valid.select(np.random.default_rng(seed).permutation(len(valid)))
+    lengths = np.fromiter(map(len, valid["src_ids"]), dtype=np.int64, count=len(valid))
+    pairs = min(count, len(valid))
+    return valid, {
+        "pairs": pairs,
+        "of": len(valid),
+        "drawn": "in the split's random order" if is_random_order else f"a seeded random sample (seed {seed})",
+        "mean_src_subwords": round(float(lengths[:pairs].mean()), 2) if pairs else 0.0,
+        "split_mean_src_subwords": round(float(lengths.mean()), 2) if len(valid) else 0.0,
+    }
+
+
 def check_same_data(recorded: dict | None, corpus: PreparedCorpus) -> None:
     """Refuse (ConfigError) to resume on pairs other than those the checkpoint's training-data
     record (``recorded``, its state) names: the files were replaced or edited since."""
@@ -113,10 +133,25 @@ def prepare_training_data(
     tokenizer = Tokenizer.from_state(tokenizer_state) if tokenizer_state is not None else train_tokenizer(dcfg, corpus)
     evaluated = datasets.DatasetDict({n: s for n, s in corpus.splits.items() if n != dcfg.train_split})
     splits = tokenize_corpus(evaluated, tokenizer, dcfg.cache_dir)
+    splits[dcfg.valid_split], sample = validation_sample(
+        splits[dcfg.valid_split],
+        cfg.trainer.eval_sentences,
+        dcfg.corpus_seed,
+        dcfg.valid_split in corpus.report.get("in_random_order", []),
+    )
+    log.info(
+        "validation BLEU on %s of %s pairs, %s: mean source length %.1f subwords (the split's: %.1f)",
+        f"{sample['pairs']:,}",
+        f"{sample['of']:,}",
+        sample["drawn"],
+        sample["mean_src_subwords"],
+        sample["split_mean_src_subwords"],
+    )
     src_ids, tgt_ids = tokenize_pairs(corpus.splits[dcfg.train_split], tokenizer, dcfg.cache_dir, corpus.key)
     max_tokens = min(dcfg.max_tokens, cfg.model.max_len - 1)
     fits = (src_ids.lengths <= max_tokens) & (tgt_ids.lengths < max_tokens)
     report = corpus.report | {"max_tokens": max_tokens, "too_many_subwords": int((~fits).sum())}
+    report["validation_sample"] = sample
     if not fits.any():
         raise ConfigError(f"data.max_tokens: no training pair fits in {max_tokens} subwords")
     if not fits.all():
