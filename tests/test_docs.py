@@ -189,6 +189,31 @@ def test_commands_are_found_in_console_blocks_and_across_lines():
     ]
 
 
+def test_the_python_examples_import_what_exists():
+    """Each ``from minitrans… import …`` of the pages' Python blocks names something that exists,
+    and each ``translator.NAME(`` call a method the Translator has."""
+    import importlib
+
+    from minitrans.inference.translator import Translator
+
+    checked = 0
+    for page in PAGES:
+        for language, lines in fenced_blocks(page.read_text(encoding="utf-8")):
+            if language != "python":
+                continue
+            for line in lines:
+                imported = re.match(r"from (minitrans[\w.]*) import (.+?)(\s+#.*)?$", line)
+                if imported:
+                    module = importlib.import_module(imported.group(1))
+                    for name in imported.group(2).split(","):
+                        assert hasattr(module, name.strip()), f"{page.name}: {line}"
+                        checked += 1
+                for method in re.findall(r"\btranslator\.(\w+)\b", line):
+                    assert hasattr(Translator, method), f"{page.name}: {line}"
+                    checked += 1
+    assert checked >= 5
+
+
 # --- the README ----------------------------------------------------------------------------------
 
 
