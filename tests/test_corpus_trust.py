@@ -89,6 +89,8 @@ def test_a_byte_order_mark_leaves_the_first_line_of_validation_and_test_files(tm
     [
         ({"valid_split": "train"}, r"^data\.valid_split: 'train' is the training split"),
         ({"test_splits": ["test", "train"]}, r"^data\.test_splits: 'train' is the training split"),
+        ({"valid_split": "test"}, r"^data\.valid_split: 'test' is also in data\.test_splits"),
+        ({"test_splits": ["test", "test"]}, r"^data\.test_splits: 'test' named twice"),
     ],
 )
 def test_validating_or_testing_on_the_training_split_is_refused_at_once(values, message, tmp_path):

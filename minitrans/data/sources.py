@@ -103,6 +103,14 @@ def check_split_names(cfg: DataConfig) -> None:
             f"data.test_splits: {cfg.train_split!r} is the training split; a test needs pairs the model does not "
             "train on: name other splits, or one the corpus lacks to hold pairs out (data.test_splits=[test])"
         )
+    if cfg.valid_split in cfg.test_splits:
+        raise ConfigError(
+            f"data.valid_split: {cfg.valid_split!r} is also in data.test_splits: the best checkpoint would be "
+            "chosen on the test pairs; name another split (data.valid_split=valid)"
+        )
+    twice = sorted({name for name in cfg.test_splits if cfg.test_splits.count(name) > 1})
+    if twice:
+        raise ConfigError(f"data.test_splits: {', '.join(map(repr, twice))} named twice; name each split once")
 
 
 # -- the embedded grammar ---------------------------------------------------------------------
