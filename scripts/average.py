@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from minitrans.core.checkpoint import CheckpointError, save_checkpoint
+from minitrans.core.checkpoint import CheckpointError, Checkpoints, save_checkpoint
 from minitrans.runs.averaging import average_checkpoints
 
 
@@ -32,9 +32,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def checkpoint_paths(args: argparse.Namespace) -> list[Path]:
     if args.last is None:
         return [Path(path) for path in args.checkpoints]
-    run = Path(args.checkpoints[0])
-    folder = run / "checkpoints" if (run / "checkpoints").is_dir() else run
-    found = sorted(folder.glob("step_*.pt"))
+    checkpoints = Checkpoints.find(args.checkpoints[0])
+    folder, found = checkpoints.folder, checkpoints.step_files()
     if not found:
         raise CheckpointError(
             f"no step_*.pt checkpoints in {folder} (a run keeps them with trainer.average_last=N); name .pt files instead"

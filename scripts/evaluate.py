@@ -22,15 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-# Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 from minitrans.core.checks import cli_number
-from minitrans.core.config import BEAM_RANGE, DecodingOptions, add_decoding_flags
+from minitrans.core.config import BEAM_RANGE, DEVICES, DecodingOptions, add_decoding_flags
 from minitrans.core.textio import plain_truncation_warnings
 
 
@@ -89,7 +85,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--limit", type=cli_number(int, 1), default=None, help="only the first N sentences of the split"
     )
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="default: auto")
+    parser.add_argument("--device", default="auto", choices=DEVICES, help="default: auto")
     parser.add_argument(
         "--out", type=Path, default=None, help="folder for the hypotheses and the JSON report (default: RUN/eval)"
     )

@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-# Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError, Checkpoints, resolve_checkpoint
 from minitrans.core.checks import cli_number
-from minitrans.core.config import DataConfig, DecodingOptions
+from minitrans.core.config import DEVICES, DataConfig, DecodingOptions
 from minitrans.core.textio import plain_truncation_warnings
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split
@@ -42,7 +38,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--batch-tokens", type=cli_number(int, 1), default=4096, help="tokens per loss batch")
     parser.add_argument("--no-ablation", action="store_true", help="only the alignment measure")
-    parser.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda", "mps"], help="default: cpu")
+    parser.add_argument("--device", default="cpu", choices=DEVICES, help="default: cpu")
     parser.add_argument("--out", type=Path, default=None, help="folder for the results (default: RUN/heads)")
     return parser.parse_args(argv)
 
@@ -121,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     sources, references = sources[: args.limit], references[: args.limit]
     src_ids = translator.encode(sources)
     tgt_ids = [ids[: translator.max_len - 1] for ids in translator.tokenizer.encode_tgt(references)]
-    folder = checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
+    folder = Checkpoints.run_folder_of(checkpoint)
     out = args.out if args.out is not None else folder / "heads"
     out.mkdir(parents=True, exist_ok=True)
     alignment_report(translator, data, sources, references, src_ids, tgt_ids, out)

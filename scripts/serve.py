@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import os
 import socket
 import sys
 
-from minitrans.core.config import BEAM_RANGE
-
-# Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from minitrans.core.config import BEAM_RANGE, DEVICES
 
 WEB_MODULES = ("fastapi", "uvicorn", "starlette", "pydantic")
 
@@ -31,7 +27,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="one or two run folders or .pt checkpoints")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="default: auto")
+    parser.add_argument("--device", default="auto", choices=DEVICES, help="default: auto")
     parser.add_argument("--max-sentences", type=int, default=32, help="sentences per request (default 32)")
     parser.add_argument("--max-chars", type=int, default=1000, help="characters per sentence (default 1000)")
     parser.add_argument("--max-beam", type=int, default=16, help="largest beam a request may ask for (default 16)")

@@ -17,19 +17,22 @@ import sys
 import time
 from pathlib import Path
 
-# Idle OpenMP threads sleep instead of spinning: with spinning, one other busy process on a
-# 2-core machine made a 2-thread training step 10x slower (0.9 s -> 8 s, measured).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig
-
-from minitrans.core.checks import ConfigError
-from minitrans.core.hydra_config import check_command_line, register_configs, to_dataclass
-
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+if __name__ == "__main__" and {"--help", "-h"} & set(sys.argv[1:]):  # before Hydra loads: instant
+    from minitrans.core.config_help import train_help
+
+    print(train_help(CONFIG_DIR))
+    raise SystemExit(0)
+
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from hydra.types import RunMode  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from minitrans.core.checks import ConfigError  # noqa: E402
+from minitrans.core.hydra_config import check_command_line, register_configs, to_dataclass  # noqa: E402
+
 log = logging.getLogger("minitrans")
 register_configs()
 
@@ -46,7 +49,8 @@ def main(cfg: DictConfig) -> float | None:
 
     from minitrans.core.checkpoint import CheckpointError
     from minitrans.runs.summary import summary_line
-    from minitrans.training.trainer import TrainingError, TrainingStopped, train
+    from minitrans.training.state import TrainingError, TrainingStopped
+    from minitrans.training.trainer import train
 
     datasets.disable_progress_bars()  # tqdm shows training progress; corpus preparation stays quiet
     hydra_cfg = HydraConfig.get()

@@ -27,11 +27,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# Idle OpenMP threads sleep rather than spin: spinning threads slow a busy 2-core machine 10x.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 from minitrans.core.checks import cli_number
-from minitrans.core.config import BEAM_RANGE, MAX_POSITIONS, DecodingOptions, add_decoding_flags
+from minitrans.core.config import BEAM_RANGE, DEVICES, MAX_POSITIONS, DecodingOptions, add_decoding_flags
 from minitrans.core.textio import InputError, numbered_path, plain_truncation_warnings, read_sentences
 
 if TYPE_CHECKING:
@@ -75,7 +72,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="most output subwords (default: the model's)",
     )
     parser.add_argument("--attention", help="save cross-attention PNGs here (numbered when several sentences)")
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="default: auto")
+    parser.add_argument("--device", default="auto", choices=DEVICES, help="default: auto")
     parser.add_argument("--no-cache", action="store_true", help="recompute every prefix (slow; for checking)")
     args = parser.parse_intermixed_args(argv)  # sentences may follow the options
     if args.sentences and args.input:

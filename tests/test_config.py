@@ -259,3 +259,27 @@ def test_what_the_command_line_check_relies_on_in_hydra_is_still_there():
     error = MissingConfigException("missing", missing_cfg_file="model/typo", options=["rnn"])
     assert (error.missing_cfg_file, error.options) == ("model/typo", ["rnn"])
     assert check_command_line(["experiment=typo"], CONFIG_DIR).startswith("experiment: no config 'typo' (available: ")
+
+
+def test_the_openmp_wait_policy_and_the_device_choices_are_written_once():
+    repo = Path(CONFIG_DIR).parent
+    sources = [*(repo / "minitrans").rglob("*.py"), *(repo / "scripts").glob("*.py")]
+    setting = [p.relative_to(repo).as_posix() for p in sources if "OMP_WAIT_POLICY" in p.read_text(encoding="utf-8")]
+    assert setting == ["minitrans/__init__.py"]
+    listing = [
+        p.relative_to(repo).as_posix() for p in sources if '"cpu", "cuda", "mps"' in p.read_text(encoding="utf-8")
+    ]
+    assert listing == ["minitrans/core/config.py"]
+
+
+@pytest.mark.slow
+def test_importing_the_package_makes_idle_openmp_threads_sleep_unless_told_otherwise():
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, minitrans.core.utils, torch; print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == "PASSIVE\n"
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == "ACTIVE\n"

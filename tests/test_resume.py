@@ -16,7 +16,8 @@ from conftest import REPO, script_env, train_command
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from minitrans.core.checkpoint import load_checkpoint
-from minitrans.training.trainer import Trainer, TrainingError, train
+from minitrans.training.state import TrainingError
+from minitrans.training.trainer import Trainer, train
 
 LOGGED = ["trainer.log_every=1", "trainer.eval_every=1000"]  # every step's loss; no evaluation on the way
 

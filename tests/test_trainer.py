@@ -231,7 +231,7 @@ def test_sigterm_during_the_final_evaluations_stops_with_143_and_a_resume_finish
     tmp_path, tiny_config, monkeypatch, phase
 ):
     import minitrans.runs.reporting as reporting
-    from minitrans.training.trainer import TrainingStopped
+    from minitrans.training.state import TrainingStopped
 
     cfg = tiny_config("trainer.max_steps=4", "trainer.eval_every=2", "trainer.eval_sentences=2")
     target = "validate" if phase == "last validation" else "evaluate_tests"
@@ -364,7 +364,7 @@ def test_resuming_another_number_of_processes_warns_that_dropout_will_differ(tra
 def test_a_signal_mid_training_saves_last_pt_at_that_step_and_says_where(tmp_path, tiny_config):
     """SIGTERM between evaluations: the loop finishes its step, writes last.pt there (no
     evaluation or periodic checkpoint would have), and stops with 143 naming the file."""
-    from minitrans.training.trainer import TrainingStopped
+    from minitrans.training.state import TrainingStopped
 
     run = tmp_path / "run"
     cfg = tiny_config(

@@ -66,7 +66,6 @@ def build_corpus(folder: Path, pairs: int, source: Path | None, seed: int = 0) -
 
 def child_main(overrides: list[str], out_dir: str, steps: int) -> None:
     """Entry point of a measured process (scripts/bench_data.py --child)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     started, cpu_started = time.perf_counter(), _cpu()
     import datasets
 

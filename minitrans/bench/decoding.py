@@ -29,16 +29,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-# Idle OpenMP threads sleep rather than spin (torch's and CTranslate2's alike), as in the scripts:
-# spinning threads make a multi-threaded run on a busy machine many times slower.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch
 
-import torch  # noqa: E402
-
-from minitrans.core.checks import cli_number  # noqa: E402
-from minitrans.core.config import BEAM_RANGE, DecodingOptions  # noqa: E402
-from minitrans.data.corpus import load_run_split  # noqa: E402
-from minitrans.inference.translator import Translator  # noqa: E402
+from minitrans.core.checks import cli_number
+from minitrans.core.config import BEAM_RANGE, DecodingOptions
+from minitrans.data.corpus import load_run_split
+from minitrans.inference.translator import Translator
 
 
 def benchmark_decoding(

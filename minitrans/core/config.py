@@ -39,6 +39,7 @@ def knob(default: Any = _NO_DEFAULT, help: str = "", *, factory: Any = None, hid
 
 SCHEDULES = ("inverse_sqrt", "linear", "cosine")  # trainer.schedule; minitrans.training.schedule implements them
 PRECISIONS = ("auto", "fp32", "bf16")  # trainer.precision; see minitrans.training.step.autocast_dtype_for
+DEVICES = ("auto", "cpu", "cuda", "mps")  # trainer.device and the scripts' --device; see core.utils.pick_device
 
 
 # Upper bounds on sizes: far beyond anything this project trains, small enough that a value
@@ -354,7 +355,7 @@ class TrainerConfig:
             self.max_output_ratio,
             ("trainer.beam_size", "trainer.length_penalty", "trainer.max_output_ratio"),
         )
-        check(self.device in ("auto", "cpu", "cuda", "mps"), "trainer.device", f"unknown device {self.device!r}")
+        check(self.device in DEVICES, "trainer.device", f"unknown device {self.device!r}")
 
     _OPTIONAL = ("checkpoint_every", "crash_at_step", "num_threads")
 

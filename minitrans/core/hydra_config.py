@@ -59,9 +59,6 @@ def register_configs() -> None:
     store.store(name="rnn_schema", node=RNNConfig)
     store.store(name="data_schema", node=DataConfig)
     store.store(name="trainer_schema", node=TrainerConfig)
-    from minitrans.core.config_help import help_config
-
-    store.store(group="hydra/help", name="minitrans", node=help_config())  # train.py --help
 
 
 def to_dataclass(cfg: Any) -> TrainConfig:

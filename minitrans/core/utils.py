@@ -11,6 +11,8 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from minitrans.core.config import DEVICES
+
 
 @contextmanager
 def atomic_file(path: str | os.PathLike):
@@ -132,8 +134,8 @@ def pick_device(name: str = "auto") -> torch.device:
         raise ValueError("cuda was asked for, but torch sees no CUDA device")
     if name == "mps" and not _has_mps():
         raise ValueError("mps was asked for, but torch sees no Apple MPS device")
-    if name not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"unknown device {name!r} (auto, cpu, cuda or mps)")
+    if name not in DEVICES:
+        raise ValueError(f"unknown device {name!r} ({', '.join(DEVICES)})")
     return torch.device(name)
 
 

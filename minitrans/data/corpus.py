@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from minitrans.core.checks import ConfigError
+from minitrans.core.checks import ConfigError, first_line
 from minitrans.core.config import DataConfig
 from minitrans.data.cleaning import clean_pairs, emptied_message
 from minitrans.data.digest import pairs_digest
@@ -214,7 +214,7 @@ def load_run_split(
     try:
         data = DataConfig(**config["data"])
     except (KeyError, TypeError, ValueError) as error:  # e.g. a key this version does not know
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        reason = first_line(error, type(error).__name__)
         raise ValueError(f"the checkpoint's data config is unusable: {reason}") from None
     try:
         return load_split(data, split, data_root)

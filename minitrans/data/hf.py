@@ -18,7 +18,7 @@ from pathlib import Path
 import datasets
 import pyarrow as pa
 
-from minitrans.core.checks import ConfigError
+from minitrans.core.checks import ConfigError, first_line
 from minitrans.core.config import DataConfig
 from minitrans.data.local_files import SUFFIXES, builder_for, diagnose, first_non_string, suffix
 
@@ -120,9 +120,9 @@ def load_raw(cfg: DataConfig) -> datasets.DatasetDict:
             "reached (offline?); pass a local path instead: data.path=FILE_OR_FOLDER"
         ) from None
     except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError) as error:
-        raise ConfigError(f"data.path: {str(error).splitlines()[0]}") from None
+        raise ConfigError(f"data.path: {first_line(error, type(error).__name__)}") from None
     except ValueError as error:  # e.g. a missing or unknown configuration name
-        message = str(error).splitlines()[0]
+        message = first_line(error, type(error).__name__)
         key = "data.subset" if "config" in message.lower() else "data.path"
         raise ConfigError(f"{key}: {message}") from None
 

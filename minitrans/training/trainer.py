@@ -391,4 +391,4 @@ def train(cfg: TrainConfig, out_dir: str | Path) -> RunSummary | None:
     return Trainer(cfg, out_dir).fit()
 
 
-__all__ = ["Trainer", "TrainingError", "TrainingStopped", "train"]
+__all__ = ["Trainer", "train"]
