@@ -5,6 +5,7 @@ cleanly; non-finite steps are skipped, then stop the run; the same seed gives th
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, script_env, train_command
+from conftest import REPO, TRAIN_SCRIPT, script_env, train_command
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from minitrans.core.checkpoint import load_checkpoint
@@ -110,11 +111,16 @@ def test_sigterm_and_sigint_checkpoint_exit_cleanly_and_the_rerun_resumes(tmp_pa
         process.send_signal(sig)
         out, err = process.communicate(timeout=60)
         assert process.returncode == 128 + sig, err
-        message = [line for line in err.splitlines() if line.strip()][-1]
+        message, resume = [line for line in err.splitlines() if line.strip()][-2:]
         assert message.startswith(f"stopped by {signal.Signals(sig).name} after step ")
         assert "checkpoint saved" in message and "Traceback" not in out + err
         steps.append(load_checkpoint(last)["state"]["step"])
         assert f"after step {steps[-1]};" in message  # the checkpoint holds the step it names
+        # the line about resuming is the exact command, in this run's folder: the next round runs it
+        program, script, *printed = shlex.split(resume.removeprefix("to resume, run: "))
+        assert resume.startswith("to resume, run: ") and (program, script) == ("python", str(TRAIN_SCRIPT))
+        assert printed[-1] == f"hydra.run.dir={run}" and sum(arg.startswith("hydra.run.dir=") for arg in printed) == 1
+        args = printed
     assert steps[1] > steps[0]
     assert (run / "train.log").read_text().count("resumed from") == 1
 

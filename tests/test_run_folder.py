@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from minitrans.core.checkpoint import resolve_checkpoint
 from minitrans.core.checks import ConfigError
 from minitrans.core.run_folder import (
     LOCK_NAME,
@@ -25,7 +26,6 @@ from minitrans.core.run_folder import (
     job_folder_name,
     lock_holder,
 )
-from minitrans.inference.translator import resolve_checkpoint
 from minitrans.training.trainer import Trainer, train
 
 REPO = Path(__file__).resolve().parents[1]
