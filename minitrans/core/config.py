@@ -17,25 +17,13 @@ with a :class:`ConfigError` naming the key. Library code receives these dataclas
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from omegaconf import MISSING
 
 from minitrans.core.checks import check, check_range, cli_number
-
-_NO_DEFAULT = object()
-
-
-def knob(default: Any = _NO_DEFAULT, help: str = "", *, factory: Any = None, hidden: bool = False, shown: str = ""):
-    """A schema field and its one line of help (``train.py --help`` and the configuration
-    reference read it from the field's metadata); ``hidden`` leaves a testing aid out of both,
-    ``shown`` is the default as the help states it when the value depends on the machine."""
-    metadata = {"help": help, "hidden": hidden, "shown": shown}
-    if factory is not None:
-        return field(default_factory=factory, metadata=metadata)
-    return field(default=default, metadata=metadata)
-
+from minitrans.core.config_help import knob
 
 SCHEDULES = ("inverse_sqrt", "linear", "cosine")  # trainer.schedule; minitrans.training.schedule implements them
 PRECISIONS = ("auto", "fp32", "bf16")  # trainer.precision; see minitrans.training.step.autocast_dtype_for

@@ -2,7 +2,7 @@
 help, read from the schemas themselves.
 
 The help text lives in one place, the field's own metadata (``knob(128, "width of ...")`` in
-:mod:`minitrans.core.config`), so a field added to a schema appears here without touching this
+the schemas of :mod:`minitrans.core.config`), so a field added to a schema appears here without touching this
 file. :func:`config_reference` is the structured form (the documentation's reference is
 generated from it); :func:`train_help` is the text ``train.py --help`` prints.
 """
@@ -12,6 +12,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+_NO_DEFAULT = object()
+
+
+def knob(default: Any = _NO_DEFAULT, help: str = "", *, factory: Any = None, hidden: bool = False, shown: str = ""):
+    """A schema field and its one line of help, kept in the field's metadata where ``--help`` and
+    the configuration reference read it; ``hidden`` leaves a testing aid out of both, ``shown``
+    is the default as the help states it when the value depends on the machine."""
+    metadata = {"help": help, "hidden": hidden, "shown": shown}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
@@ -94,4 +107,4 @@ def train_help(config_dir: str | Path) -> str:
     )
 
 
-__all__ = ["ConfigKey", "config_groups", "config_reference", "help_text", "schema_keys", "train_help"]
+__all__ = ["ConfigKey", "config_groups", "config_reference", "help_text", "knob", "schema_keys", "train_help"]

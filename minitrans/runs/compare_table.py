@@ -77,7 +77,10 @@ def skipped_list(skipped: Sequence[Skipped]) -> str:
     """The jobs that left no summary, each with its reason, under the table(s)."""
     if not skipped:
         return ""
-    return "\n".join(["", "Jobs without a summary:", "", *[f"- `{job.folder.name}`: {job.reason}" for job in skipped]]) + "\n"
+    return (
+        "\n".join(["", "Jobs without a summary:", "", *[f"- `{job.folder.name}`: {job.reason}" for job in skipped]])
+        + "\n"
+    )
 
 
 __all__ = ["comparison_table", "eval_columns", "skipped_list"]
