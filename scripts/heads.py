@@ -95,13 +95,11 @@ def ablation_report(translator, sources, references, src_ids, tgt_ids, args, out
     write_atomic(out / "ablation.txt", table + "\n")
     summary = ablation.summary()
     write_atomic(out / "ablation.json", json.dumps(summary, indent=2) + "\n")
-    kinds = sorted({kind for kind, _, _ in ablation.single})
+    kinds = list(dict.fromkeys(kind for kind, _, _ in ablation.single))  # encoder, decoder, cross
     for metric in metrics:
         grids = {f"{kind}: Δ {metric}": ablation.grid(kind, metric) for kind in kinds}
         cmap = "Reds" if metric == "loss" else "Blues_r"
-        heads_heatmap(grids, f"change in {metric} when the head is masked", cmap=cmap).savefig(
-            out / f"ablation_{metric}.png"
-        )
+        heads_heatmap(grids, f"Δ {metric}, head masked", cmap=cmap).savefig(out / f"ablation_{metric}.png")
 
 
 def run(args: argparse.Namespace) -> int:
