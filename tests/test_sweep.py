@@ -80,8 +80,13 @@ def read(path: Path) -> str:
 
 
 def job_pid(job: Path) -> int:
-    """The process that trained in ``job`` (the lock's holder file names it: "pid N on HOST, since ...")."""
+    """The process training in ``job`` now (the lock's holder file names it: "pid N on HOST, since ...")."""
     return int((job / HOLDER_NAME).read_text().split()[1])
+
+
+def event_pids(job: Path) -> list[int]:
+    """The processes that wrote ``job``'s TensorBoard events (events.out.tfevents.TIME.HOST.PID.N)."""
+    return sorted(int(path.name.split(".")[-2]) for path in job.glob("events.out.tfevents.*"))
 
 
 @pytest.mark.slow
@@ -121,7 +126,7 @@ def test_a_joblib_sweep_runs_its_jobs_in_processes_of_their_own_and_compares(tmp
     assert [job.name for job in jobs] == ["0_model.num_heads=1", "1_model.num_heads=2"]
     for job in jobs:
         assert (job / "summary.json").exists() and len(list(job.glob("events.out.tfevents.*"))) == 1
-    assert job_pid(jobs[0]) != job_pid(jobs[1])  # two processes (the basic launcher runs both in one)
+    assert event_pids(jobs[0]) != event_pids(jobs[1])  # two processes (the basic launcher runs both in one)
     result = compare([sweep])
     assert [run.num_heads for run in result.runs] == [1, 2]
     assert "| 0_model.num_heads=1 |" in result.table
@@ -147,7 +152,7 @@ def test_a_submitit_sweep_job_preempted_with_sigusr2_is_requeued_and_resumes_in_
     try:
         first = sweep / "0_model.num_heads=1"
         deadline = time.monotonic() + 400
-        while "parameters;" not in read(first / "train.log"):  # the trainer's first line: the loop starts
+        while "parameters;" not in read(first / "train.log") or not (first / HOLDER_NAME).exists():  # the loop starts
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0]
             time.sleep(0.05)
         time.sleep(0.5)  # well inside the loop (600 steps take seconds)
@@ -161,7 +166,7 @@ def test_a_submitit_sweep_job_preempted_with_sigusr2_is_requeued_and_resumes_in_
     assert [job.name for job in jobs] == ["0_model.num_heads=1", "1_model.num_heads=2"]
     resumed = re.search(r"resumed from \S+last.pt at step (\d+)", read(first / "train.log"))
     assert resumed and 0 < int(resumed.group(1)) < 600, read(first / "train.log")  # the step the signal saved
-    assert job_pid(first) != preempted  # a new process took the folder over
+    assert preempted in event_pids(first) and len(event_pids(first)) == 2  # a new process took the folder over
     result = compare([sweep])
     assert [run.summary.steps for run in result.runs] == [600, 600]
     assert [run.num_heads for run in result.runs] == [1, 2]
