@@ -43,6 +43,16 @@ def test_cache_is_keyed_by_corpus_and_settings(tmp_path):
     assert len(list((tmp_path / "spm").iterdir())) == 3
 
 
+def test_cache_key_tells_a_row_with_a_newline_from_two_rows(tmp_path):
+    """Texts joined by newlines made ["a b\\nc d"] and ["a b", "c d"] one key, and a source text
+    moved to the target side (across the joining NUL) another collision."""
+    Tokenizer.train([*EN, "the dog\nthe cat"], DE, vocab_size=300, cache_dir=tmp_path)
+    Tokenizer.train([*EN, "the dog", "the cat"], DE, vocab_size=300, cache_dir=tmp_path)
+    Tokenizer.train(EN, ["\x00".join(["", *DE[:1]]), *DE[1:]], vocab_size=300, cache_dir=tmp_path)
+    Tokenizer.train([*EN, ""], DE[1:], vocab_size=300, cache_dir=tmp_path)
+    assert len(list((tmp_path / "spm").iterdir())) == 4
+
+
 def test_separate_vocabularies_and_state_round_trip(tmp_path):
     tok = Tokenizer.train(EN, DE, vocab_size=300, joint=False)
     assert not tok.is_joint and tok.src_proto != tok.tgt_proto

@@ -91,9 +91,14 @@ class Tokenizer:
     ) -> Tokenizer:
         """Train on the training split, or load the cached model trained on the same corpus
         with the same settings (the cache key is a fingerprint of both)."""
-        fingerprint = hashlib.sha256(f"{vocab_size}|{model_type}|{joint}|v1".encode())
-        for text in (*src_texts, "\x00", *tgt_texts):
-            fingerprint.update(text.encode("utf-8", "surrogatepass") + b"\n")
+        # Each side's count, then every text's byte length before its bytes: no separator a
+        # sentence could hold, so a row with a newline and two rows never share a cache entry.
+        fingerprint = hashlib.sha256(f"{vocab_size}|{model_type}|{joint}|v2".encode())
+        for texts in (src_texts, tgt_texts):
+            fingerprint.update(len(texts).to_bytes(8, "little"))
+            for text in texts:
+                data = text.encode("utf-8", "surrogatepass")
+                fingerprint.update(len(data).to_bytes(8, "little") + data)
         cache = Path(cache_dir).expanduser() / "spm" / fingerprint.hexdigest()[:16] if cache_dir else None
         if cache is not None and (cache / "src.model").exists():
             try:
