@@ -18,6 +18,7 @@ import pytest
 from minitrans.core.checkpoint import resolve_checkpoint
 from minitrans.core.checks import ConfigError
 from minitrans.core.run_folder import (
+    HOLDER_NAME,
     LOCK_NAME,
     MAX_NAME_BYTES,
     RunLock,
@@ -180,7 +181,7 @@ def test_a_second_training_process_gets_one_line_and_exit_2_and_writes_nothing(t
         f"error: hydra.run.dir: {run} is in use by another training process (pid {holder.pid} on "
         + lines[0].split(f"pid {holder.pid} on ", 1)[1]
     ]
-    assert sorted(p.name for p in run.iterdir()) == [LOCK_NAME]  # Hydra wrote nothing into it
+    assert sorted(p.name for p in run.iterdir()) == [LOCK_NAME, HOLDER_NAME]  # Hydra wrote nothing into it
 
 
 # -- sweep job folder names ----------------------------------------------------------------

@@ -88,6 +88,7 @@ def test_nothing_is_written_outside_the_run_folder(trained):
         "train.log",
         ".hydra",
         ".lock",
+        ".lock.holder",
     }
 
 

@@ -5,7 +5,8 @@ of interrupted saves cleaned when the next process takes it over.
 The lock is ``filelock``'s on ``RUN/.lock`` (``flock`` on Unix, ``msvcrt`` on Windows): the
 operating system drops it when the process ends, however it ends (a SIGKILL included), so a
 crashed run never leaves its folder locked. ``RUN/.lock.holder`` names the holder (process id
-and host) for the message a second process gets, while the lock is held. Under torchrun only rank 0 holds it. The lock
+and host) for the message a second process gets (read only while the lock is held: afterwards
+it names the last holder). Under torchrun only rank 0 holds it. The lock
 is advisory and, on some network filesystems, local to one machine: runs sharing a folder
 across machines must not rely on it.
 """
@@ -148,8 +149,6 @@ class RunLock:
 
     def release(self) -> None:
         if self._lock is not None:
-            if self._lock.lock_counter == 1:  # the last holder in this process: the folder is free
-                (self.folder / HOLDER_NAME).unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
 
