@@ -32,9 +32,11 @@ vocabularies) and ``minitrans.json`` (the run's configuration, ``max_len``, what
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -206,21 +208,32 @@ def export_ctranslate2(
         tokenizer.save(staging)  # src.model (+ tgt.model)
         (staging / METADATA).write_text(json.dumps(metadata, indent=2, default=str) + "\n", encoding="utf-8")
         files = {path.name: path for path in sorted(staging.iterdir())}
-        # Convert next to the target, then swap in: a failed export leaves nothing half-written.
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        remove_partial_exports(out_dir)
-        partial = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.{PARTIAL_TAG}"))
-        try:
-            (partial / PARTIAL_MARKER).touch()
-            converted = partial / "export"
+        with staged_export(out_dir, force, keep=checkpoint) as converted:
             _converter(translator.model, tokenizer, files).convert(str(converted), quantization=quantization)
-            if out_dir.exists():
-                check_replaceable(out_dir, force, keep=checkpoint)  # still ours to replace, just before
-                shutil.rmtree(out_dir)
-            converted.rename(out_dir)
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
     return out_dir
+
+
+@contextlib.contextmanager
+def staged_export(out_dir: Path, force: bool, keep: Path | None = None) -> Iterator[Path]:
+    """A folder (not yet created) to write an export into, beside ``out_dir``; when the block ends
+    without an error it replaces ``out_dir``, so a failed export leaves nothing half-written.
+
+    The staging folder holds :data:`PARTIAL_MARKER`, so one left by a killed export is ours to
+    remove (:func:`remove_partial_exports`, at the next export); ``out_dir`` is checked again just
+    before it is replaced (:func:`check_replaceable`).
+    """
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    remove_partial_exports(out_dir)
+    partial = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.{PARTIAL_TAG}"))
+    try:
+        (partial / PARTIAL_MARKER).touch()
+        yield partial / "export"
+        if out_dir.exists():
+            check_replaceable(out_dir, force, keep=keep)  # still ours to replace, just before
+            shutil.rmtree(out_dir)
+        (partial / "export").rename(out_dir)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 PARTIAL_TAG = "partial-"
@@ -293,5 +306,6 @@ __all__ = [
     "check_replaceable",
     "export_ctranslate2",
     "is_export",
+    "staged_export",
     "transformer_spec",
 ]

@@ -20,19 +20,15 @@ export hold here too (:func:`minitrans.inference.export.check_replaceable`).
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
 from minitrans.inference.export import (
-    PARTIAL_MARKER,
-    PARTIAL_TAG,
     ExportError,
     check_replaceable,
-    remove_partial_exports,
+    staged_export,
 )
 
 if TYPE_CHECKING:
@@ -87,12 +83,7 @@ def export_hf(
         "source": str(checkpoint),
         "config": translator.config,  # the run's configuration: model, data, trainer
     }
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    remove_partial_exports(out_dir)
-    partial = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.{PARTIAL_TAG}"))
-    try:
-        (partial / PARTIAL_MARKER).touch()
-        folder = partial / "export"
+    with staged_export(out_dir, force, keep=checkpoint) as folder:
         folder.mkdir()
         # every entry of the state dict, a tied matrix under each of its names: loading checks the
         # shapes of all of them against the config before it builds anything (as for a checkpoint)
@@ -110,12 +101,6 @@ def export_hf(
             (folder / SUMMARY).write_text(json.dumps(summary[0], indent=2) + "\n", encoding="utf-8")
         for file in folder.iterdir():
             file.chmod(0o644)  # a folder to share: readable by others (safetensors writes 0600)
-        if out_dir.exists():
-            check_replaceable(out_dir, force, keep=checkpoint)  # still ours to replace, just before
-            shutil.rmtree(out_dir)
-        folder.rename(out_dir)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
     return out_dir, translator
 
 
