@@ -12,7 +12,8 @@ from collections import Counter
 
 import pytest
 
-from minitrans.data.generated import (
+from minitrans.data.generated import generate_corpus, generate_pair, length_buckets
+from minitrans.data.grammar import (
     Clause,
     MainClause,
     NounPhrase,
@@ -20,15 +21,12 @@ from minitrans.data.generated import (
     RelativeClause,
     Sentence,
     SubordinateClause,
-    generate_corpus,
-    generate_pair,
-    generate_sentence,
-    length_buckets,
     main_clause_en,
     noun_phrase_de,
     noun_phrase_en,
     render,
 )
+from minitrans.data.growth import generate_sentence
 from minitrans.data.lexicon import (
     ACC,
     ADJECTIVES,

@@ -13,7 +13,8 @@ import random
 import pytest
 from test_generated import clause, main, np, pp, sentence, sub, who, whom
 
-from minitrans.data.generated import generate_aligned_corpus, generate_corpus, render, render_aligned
+from minitrans.data.generated import generate_aligned_corpus, generate_corpus
+from minitrans.data.grammar import render, render_aligned
 from minitrans.data.growth import generate_sentence
 
 # (tree, English, German, gold alignment); a comment names what the pair checks

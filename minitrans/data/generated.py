@@ -27,19 +27,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from minitrans.data.grammar import (  # noqa: F401  (the grammar's names, re-exported for callers)
-    Clause,
-    MainClause,
-    NounPhrase,
-    PrepPhrase,
-    RelativeClause,
-    Sentence,
-    SubordinateClause,
-    clause_en,
-    main_clause_en,
-    noun_phrase_de,
-    noun_phrase_en,
-    relative_clause_en,
+from minitrans.data.grammar import (
     render,
     render_aligned,
 )
@@ -120,17 +108,9 @@ def generate_aligned_corpus(
     return {"train": train, "valid": valid, "test": test}
 
 
-def generate_corpus(
-    num_train: int = 30000,
-    num_valid: int = 500,
-    num_test: int = 1000,
-    min_words: int = 4,
-    max_words: int = 55,
-    seed: int = 1234,
-) -> dict[str, list[tuple[str, str]]]:
-    """The pairs of :func:`generate_aligned_corpus`, without their alignments."""
-    splits = generate_aligned_corpus(num_train, num_valid, num_test, min_words, max_words, seed)
-    return {name: [(en, de) for en, de, _ in triples] for name, triples in splits.items()}
+def generate_corpus(**sizes: int) -> dict[str, list[tuple[str, str]]]:
+    """The pairs of :func:`generate_aligned_corpus` (same keyword arguments), without their alignments."""
+    return {name: [(en, de) for en, de, _ in triples] for name, triples in generate_aligned_corpus(**sizes).items()}
 
 
 # ------------------------------------------------------------------- what a model can know
