@@ -234,25 +234,6 @@ def attention_cards(
     return cards
 
 
-def attention_figure(maps: torch.Tensor, row_tokens: list[str], col_tokens: list[str], title: str) -> Figure:
-    """One layer's maps (H, Lq, Lk): heads as panels (at most four to a row), the tokens on
-    both axes, one 0-1 colour scale with a colour bar."""
-    if maps.dim() != 3 or maps.shape[1:] != (len(row_tokens), len(col_tokens)):
-        raise ValueError(
-            f"maps of shape {tuple(maps.shape)} do not match {len(row_tokens)} row and {len(col_tokens)} column tokens"
-        )
-    num_heads = maps.shape[0]
-    panel_inches = maps.shape[2] * _cell_inches(maps.shape[1], maps.shape[2]) + 0.15
-    most = max(1, min(num_heads, MAX_HEADS_PER_ROW, int(MAX_ROW_INCHES // panel_inches)))
-    per_row = math.ceil(num_heads / math.ceil(num_heads / most))  # balanced rows: 2 + 2, not 3 + 1
-    panels, titles = [], []
-    for start in range(0, num_heads, per_row):
-        heads = range(start, min(start + per_row, num_heads))
-        panels.append([maps[h] for h in heads])
-        titles.append([f"head {h + 1}" if num_heads > 1 else "" for h in heads])
-    return _draw_grid(panels, row_tokens, col_tokens, title, titles)
-
-
 # Which tokens label the rows and the columns of each kind of map (names of SentenceAttention's fields).
 KIND_AXES = {
     "enc_self": ("src_tokens", "src_tokens"),
@@ -267,24 +248,6 @@ def _axes_for(kind: str, src_tokens, tgt_in_tokens, tgt_out_tokens) -> tuple[lis
     tokens = {"src_tokens": src_tokens, "tgt_in_tokens": tgt_in_tokens, "tgt_out_tokens": tgt_out_tokens}
     rows, cols = KIND_AXES[kind]
     return list(tokens[rows]), list(tokens[cols])
-
-
-def attention_figures(
-    attention: dict[str, list[torch.Tensor]],
-    src_tokens: Sequence[str],
-    tgt_in_tokens: Sequence[str],
-    tgt_out_tokens: Sequence[str],
-    title_prefix: str = "",
-) -> dict[str, Figure]:
-    """One figure per kind and layer, keyed ``"enc_self/layer1"``, ``"dec_self/layer1"``,
-    ``"cross/layer1"`` … (layers count from 1). A model without attention gives ``{}``."""
-    figures = {}
-    for kind, layers in attention.items():
-        rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
-        for index, maps in enumerate(layers, start=1):
-            title = f"{title_prefix}{KIND_TITLES.get(kind, kind)}, layer {index} of {len(layers)}"
-            figures[f"{kind}/layer{index}"] = attention_figure(maps, rows, cols, title)
-    return figures
 
 
 def save_attention_png(
@@ -361,8 +324,6 @@ __all__ = [
     "MODEL_COLORS",
     "attention_card",
     "attention_cards",
-    "attention_figure",
-    "attention_figures",
     "model_color",
     "figure_to_array",
     "save_attention_png",
