@@ -35,7 +35,14 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from test_translate import SRC, build_checkpoint  # noqa: E402
 
+from minitrans.core.config import DataConfig  # noqa: E402
+from minitrans.runs.alignment import gold_split  # noqa: E402
 from minitrans.serve.app import ServedModel, create_app  # noqa: E402
+
+# the Transformer "trained" on a small generated corpus, so that the page offers its test sentences
+GENERATED = DataConfig(
+    name="generated", src_lang="de", tgt_lang="en", num_valid=4, num_test=6, min_words=4, max_words=8
+)
 
 HEADLESS = [
     "--headless",
@@ -55,7 +62,8 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
     models = []
     for kind in ("transformer", "rnn"):
-        build_checkpoint(root / kind / "checkpoints" / "best.pt", kind, max_len=32)
+        data = GENERATED if kind == "transformer" else None
+        build_checkpoint(root / kind / "checkpoints" / "best.pt", kind, max_len=96, data=data)
         models.append(ServedModel.load(root / kind, "cpu"))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -165,3 +173,31 @@ def test_the_page_says_the_language_direction_and_hints_to_scroll_a_wide_grid(se
     wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "svg.heatmap"))  # drawn, and the hint decided
     hint = browser.find_elements(By.CSS_SELECTOR, "section.model")[0].find_element(By.CLASS_NAME, "scroll-hint")
     assert not hint.is_displayed()  # a short sentence fits: no hint
+
+
+def test_a_picked_test_sentence_shows_each_heads_aer_and_says_where_the_gold_links_are(server, browser):
+    browser.get(server + "/")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda b: b.find_element(By.ID, "picker").is_displayed())
+    sources = [source for source, _, _ in gold_split(GENERATED, "test")]
+    options = browser.find_elements(By.CSS_SELECTOR, "#examples option")
+    assert [o.get_attribute("value") for o in options[1:]] == sources
+    Select(browser.find_element(By.ID, "examples")).select_by_value(sources[0])
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "article.sentence h2"))
+    assert browser.find_element(By.CSS_SELECTOR, "article.sentence h2").text == sources[0]
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "svg.heatmap"))
+    transformer, rnn = browser.find_elements(By.CSS_SELECTOR, "section.model")
+    captions = [c.text for c in transformer.find_elements(By.TAG_NAME, "figcaption")]
+    assert len(captions) == 4 and all(re.fullmatch(r"layer \d · head \d · AER [01]\.\d{3}", c) for c in captions)
+    note = transformer.find_element(By.CLASS_NAME, "gold-note").text
+    assert "alignment error rate" in note
+    outlines = transformer.find_elements(By.CSS_SELECTOR, "svg.heatmap g.gold rect")
+    if "are outlined" in note:  # the translation is the reference: its gold links are drawn
+        assert outlines
+    else:
+        assert "differs from the reference" in note and not outlines
+    assert not rnn.find_elements(By.CLASS_NAME, "gold-note")  # the fixed-context RNN: no attention
+    Select(transformer.find_element(By.CSS_SELECTOR, "select.kind")).select_by_value("enc_self")
+    wait.until(lambda b: "AER" not in transformer.find_element(By.CLASS_NAME, "maps").text)  # AER: cross only
+    if os.environ.get("MINITRANS_SCREENSHOTS"):
+        browser.save_screenshot(str(Path(os.environ["MINITRANS_SCREENSHOTS"]) / "gold-picked.png"))

@@ -205,11 +205,42 @@ VALIDATION_SAMPLE = 100  # pairs of the validation split measured at each valida
 
 
 @functools.lru_cache(maxsize=4)
-def _gold_table(num_valid: int, num_test: int, min_words: int, max_words: int, seed: int) -> dict[str, str]:
+def _gold_splits(num_valid: int, num_test: int, min_words: int, max_words: int, seed: int) -> dict[str, list]:
     from minitrans.data.generated import generate_aligned_corpus
 
-    splits = generate_aligned_corpus(0, num_valid, num_test, min_words, max_words, seed)
+    return generate_aligned_corpus(0, num_valid, num_test, min_words, max_words, seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _gold_table(num_valid: int, num_test: int, min_words: int, max_words: int, seed: int) -> dict[str, str]:
+    splits = _gold_splits(num_valid, num_test, min_words, max_words, seed)
     return {en: alignment for rows in splits.values() for en, _, alignment in rows}
+
+
+def gold_split(data: DataConfig, split: str = "test") -> list[tuple[str, str, GoldAlignment]] | None:
+    """(source, target, gold alignment oriented source to target) of each pair of the ``valid``
+    or ``test`` split of the embedded corpus a run trained on; None for any other corpus."""
+    if data.name != "generated":
+        return None
+    rows = _gold_splits(data.num_valid, data.num_test, data.min_words, data.max_words, data.corpus_seed)[split]
+    reverse = data.src_lang != "en"
+    return [(de, en, parse_alignment(a, True)) if reverse else (en, de, parse_alignment(a)) for en, de, a in rows]
+
+
+def gold_cells(
+    tokenizer: Tokenizer, src_ids: Sequence[int], tgt_ids: Sequence[int], gold: GoldAlignment
+) -> list[tuple[int, int, bool]]:
+    """The gold links drawn on a cross-attention map's pieces: (target piece row, source piece
+    column, sure) for every piece of each linked target and source word. ``src_ids`` end in
+    EOS (its column has no link), ``tgt_ids`` have none (rows are the pieces they predict)."""
+    src_words = piece_words(tokenizer.src_pieces(src_ids[:-1]))
+    tgt_words = piece_words(tokenizer.tgt_pieces(tgt_ids))
+    return [
+        (row, column, (i, j) in gold.sure)
+        for row, j in enumerate(tgt_words)
+        for column, i in enumerate(src_words)
+        if (i, j) in gold.possible
+    ]
 
 
 def gold_alignments(data: DataConfig) -> dict[str, str] | None:

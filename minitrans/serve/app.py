@@ -6,7 +6,9 @@ heatmaps as SVG) and the API it calls:
 
     GET  /            the page
     GET  /info        the models (name, kind, languages, attention kinds with their layers and
-                      heads), the limits
+                      heads, whether their corpus has gold alignments), the limits
+    GET  /corpus      test sentences to pick (a run of the generated corpus, which has gold
+                      alignments): {"split", "sentences", "models": [names with gold]}
     POST /translate   {"sentences": [...], "beam": 1, "nbest": 1, "length_penalty": 0.6,
                        "attention": false, "models": null}
                       -> {"models": [{"name", "kind", "warnings", "translations": [per sentence:
@@ -20,7 +22,9 @@ the same warnings, unseen words included; attention from :meth:`Translator.atten
 teacher-forces the best translation found: there is no second decoding path here. ``score`` is
 what the search ranks by (log-probability / length penalty). Attention is ``{"src_tokens",
 "tgt_in_tokens", "tgt_out_tokens", "axes": {kind: [row tokens, column tokens]}, "maps": {kind:
-[layer][head][row][column]}}``, weights rounded to 4 decimals.
+[layer][head][row][column]}, "gold"}``, weights rounded to 4 decimals; ``gold`` is null unless
+the sentence is a test sentence of a generated-corpus run (:meth:`CorpusGold.explain`: the gold
+links as cells of the cross-attention maps and each head's AER on the sentence).
 
 Safe by default: the script binds 127.0.0.1; the number of sentences, their length, the beam,
 the attention cells of one answer and the request body are capped (413 with a one-line reason);
@@ -54,6 +58,7 @@ from minitrans.inference.lines import LineResult, translate_lines
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters
 from minitrans.runs.viz import KIND_AXES, KIND_TITLES
+from minitrans.serve.gold import GOLD_SPLIT, CorpusGold
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -81,6 +86,7 @@ class ServedModel:
     kind: str
     params: int
     attention: dict[str, dict[str, int]] = field(default_factory=dict)  # {kind: {"layers", "heads"}}
+    gold: CorpusGold | None = None  # the test pairs' gold alignments (generated corpus only)
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "auto", name: str | None = None) -> ServedModel:
@@ -90,7 +96,8 @@ class ServedModel:
         kind = (translator.config or {}).get("model", {}).get("kind", type(translator.model).__name__)
         maps = translator.attention_maps([translator.tokenizer.eos_id], [])
         shapes = {k: {"layers": len(layers), "heads": int(layers[0].shape[0])} for k, layers in maps.items() if layers}
-        return cls(name or run_name(path), translator, kind, count_parameters(translator.model), shapes)
+        gold = CorpusGold.of(translator) if "cross" in shapes else None
+        return cls(name or run_name(path), translator, kind, count_parameters(translator.model), shapes, gold)
 
     def info(self) -> dict:
         source, target = self.translator.source_language, self.translator.target_language
@@ -104,6 +111,7 @@ class ServedModel:
                 "direction": f"{language_name(source or '?')} → {language_name(target or '?')}",
             },
             "attention": self.attention,
+            "gold": self.gold is not None,
         }
 
     def attention_cells(self, result: LineResult) -> int:
@@ -217,6 +225,7 @@ def answer_for(model: ServedModel, results: Sequence[LineResult], attention: boo
                 "tgt_out_tokens": maps.tgt_out_tokens,
                 "axes": {kind: list(KIND_AXES[kind]) for kind in maps.maps},
                 "maps": {kind: [rounded(layer) for layer in layers] for kind, layers in maps.maps.items()},
+                "gold": model.gold.explain(translator, result.source, maps.tgt_out_tokens) if model.gold else None,
             }
         translations.append(translation)
     return {
@@ -329,6 +338,15 @@ def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> Fast
                 "max_beam": limits.max_beam,
                 "max_attention_cells": limits.max_attention_cells,
             },
+        }
+
+    @app.get("/corpus")
+    def corpus() -> dict:
+        with_gold = [model for model in models if model.gold is not None]
+        return {
+            "split": GOLD_SPLIT,
+            "sentences": with_gold[0].gold.sources if with_gold else [],
+            "models": [model.name for model in with_gold],
         }
 
     @app.post("/translate")
