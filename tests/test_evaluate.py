@@ -114,6 +114,18 @@ def test_an_unknown_split_is_one_error_line(evaluate, multi30k_run, capsys):
     assert len(err) == 1 and err[0].startswith("error: no split 'nope'")
 
 
+def test_empty_test_files_are_one_error_line_and_write_nothing(evaluate, multi30k_run, tmp_path, capsys):
+    run, _ = multi30k_run
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for lang in ("de", "en"):
+        (empty / f"test_2016_flickr.{lang}").write_text("", encoding="utf-8")
+    assert evaluate([str(run), "--split", "test", "--data-root", str(empty), "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "no sentence pairs" in err[0], err
+    assert not (run / "eval").exists()
+
+
 def test_a_generated_corpus_run_is_evaluated_on_its_regenerated_split(evaluate, tmp_path):
     data = DataConfig(name="generated", num_train=50, num_valid=10, num_test=12, corpus_seed=7)
     run = tmp_path / "run"

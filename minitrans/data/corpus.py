@@ -217,7 +217,12 @@ def load_run_split(
         reason = first_line(error, type(error).__name__)
         raise ValueError(f"the checkpoint's data config is unusable: {reason}") from None
     try:
-        return load_split(data, split, data_root)
+        sources, references, name = load_split(data, split, data_root)
+        if not sources:  # sacrebleu has nothing to score: say so rather than fail inside it
+            raise ValueError(
+                f"split {name!r} of {data_root or data.root or data.path} has no sentence pairs (empty files?)"
+            )
+        return sources, references, name
     except (ValueError, OSError) as error:
         key, where = ("data.path", data.path) if data.name == "hf" else ("data.root", data.root)
         is_path = data.name != "hf" or bool(where and (where.startswith(".") or Path(where).suffix))  # not a Hub id
