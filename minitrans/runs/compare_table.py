@@ -1,5 +1,7 @@
 """The Markdown table of ``compare.py``: one row per run (size, steps, training time, valid
-and test scores, and a column per ``evaluate.py`` result), then the jobs that left no summary."""
+and test scores, a column per ``evaluate.py`` result, and, where some run measured its
+attention against gold alignments, the best cross-attention head's AER and each layer's), then
+the jobs that left no summary."""
 
 from __future__ import annotations
 
@@ -36,6 +38,22 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
+def has_alignment(runs: Sequence[Run]) -> bool:
+    """Whether some run's summary holds an alignment record (the AER columns are shown)."""
+    return any(run.summary.alignment for run in runs)
+
+
+def alignment_cells(run: Run) -> list[str]:
+    """The best head's AER with its layer and head (0-based, as heads.py and summary.json name
+    them) and each layer's heads averaged; the fixed-context RNN has no attention to measure."""
+    record = run.summary.alignment
+    if not record:
+        return ["no attention", "–"] if run.kind == "rnn" else ["–", "–"]
+    best = f"{_number(record.get('aer_best'), 3)} (L{record.get('aer_best_layer')} H{record.get('aer_best_head')})"
+    by_layer = " / ".join(_number(value, 3) for value in record.get("aer_by_layer", [])) or "–"
+    return [best, by_layer]
+
+
 def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> str:
     """The Markdown table: one row per run, then the jobs that left no summary."""
     splits = test_splits(runs)
@@ -46,6 +64,10 @@ def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> st
     header += [f"{split} BLEU, beam {beam} (evaluate.py)" for split, beam in evals]
     align = ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]
     align += ["---:"] * (2 * len(splits) + len(evals))
+    show_alignment = has_alignment(runs)
+    if show_alignment:
+        header += ["best head AER (layer, head)", "AER by layer"]
+        align += ["---:", "---:"]
     rows = []
     for run in runs:
         model = run.model
@@ -67,6 +89,8 @@ def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> st
             report = _eval_report(run, split, beam)
             limited = f" (n={report['sentences']:,})" if report.get("limit") else ""
             cells.append(_number(report.get("bleu")) + limited)
+        if show_alignment:
+            cells += alignment_cells(run)
         rows.append(cells)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
@@ -83,4 +107,4 @@ def skipped_list(skipped: Sequence[Skipped]) -> str:
     )
 
 
-__all__ = ["comparison_table", "eval_columns", "skipped_list"]
+__all__ = ["alignment_cells", "comparison_table", "eval_columns", "has_alignment", "skipped_list"]
