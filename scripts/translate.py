@@ -77,6 +77,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_intermixed_args(argv)  # sentences may follow the options
     if args.sentences and args.input:
         parser.error("give sentences as arguments or with --input, not both")
+    for flag in ("input", "output", "score_reference", "attention"):  # "" would be silently ignored
+        if getattr(args, flag) == "":
+            parser.error(f"--{flag.replace('_', '-')}: an empty file name")
     if args.beam is None:
         args.beam = args.nbest
     if args.nbest > args.beam:

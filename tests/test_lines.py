@@ -182,6 +182,15 @@ def test_script_refuses_more_hypotheses_than_beams(script, run, capsys):
     assert "--nbest 3 needs --beam 3 or more" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag", ["--score-reference", "--input", "--output", "--attention"])
+def test_an_empty_file_name_is_refused_not_ignored(script, run, flag, capsys):
+    """``--score-reference ""`` translated instead of scoring, exit 0, without a word."""
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([str(run), *([] if flag == "--input" else ["x"]), flag, ""])
+    assert exit_info.value.code == 2
+    assert f"{flag}: an empty file name" in capsys.readouterr().err
+
+
 def test_interactive_banner_names_the_language_pair_and_the_prompt_edits_lines(script, run, monkeypatch, capsys):
     import io
     import sys
