@@ -21,8 +21,17 @@ from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TrainerCon
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.translator import Translator
 from minitrans.models.build import build_model
+from minitrans.runs.alignment import measure_alignment, parse_alignment
 from minitrans.runs.summary import RunSummary
-from minitrans.runs.tblog import FINAL, KEY_HPARAMS, NO_ATTENTION, log_hparams, log_layout, log_validation_samples
+from minitrans.runs.tblog import (
+    FINAL,
+    KEY_HPARAMS,
+    NO_ATTENTION,
+    log_gold_overlays,
+    log_hparams,
+    log_layout,
+    log_validation_samples,
+)
 from minitrans.training.trainer import train
 
 TINY_TRANSFORMER = dict(d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=2, max_len=64)
@@ -128,6 +137,25 @@ def test_fixed_context_rnn_says_it_has_no_attention_instead_of_empty_images(tmp_
     assert events.Tags()["images"] == []
     assert text_of(events, "attention/none") == NO_ATTENTION
     assert "samples/translations/text_summary" in events.Tags()["tensors"]
+
+
+def test_the_best_heads_map_of_each_sample_with_gold_is_logged_with_its_links_outlined(tmp_path, tokenizer):
+    torch.manual_seed(0)
+    model = build_model(TransformerConfig(**TINY_TRANSFORMER), tokenizer).eval()
+    translator = Translator(model, tokenizer, max_len=64, device=torch.device("cpu"))
+    rows = [("the man reads .", "der Mann liest ."), ("a cat", "eine Katze"), ("the dog sees a cat .", "x y")]
+    samples = [{"src_ids": translator.encode([src])[0], "tgt_ids": tokenizer.encode_tgt([tgt])[0]} for src, tgt in rows]
+    gold = [parse_alignment("0-0 1-1 2-2 3-3"), None, parse_alignment("0-0 1p1")]  # the second: not the grammar's
+    src_ids, tgt_ids = [row["src_ids"] for row in samples], [row["tgt_ids"] for row in samples]
+    report = measure_alignment(model, tokenizer, src_ids, tgt_ids, gold)
+    with SummaryWriter(str(tmp_path)) as writer:
+        assert log_gold_overlays(writer, translator, samples, gold, report, step=5) == 2
+    events = read_events(tmp_path)
+    assert set(events.Tags()["images"]) == {
+        "alignment/gold_vs_attention/sample0",
+        "alignment/gold_vs_attention/sample2",
+    }
+    assert events.Images("alignment/gold_vs_attention/sample2")[-1].step == 5
 
 
 RNN_SUMMARY = {

@@ -12,9 +12,9 @@ from torch.utils.tensorboard import SummaryWriter
 from minitrans.core.config import DataConfig, TrainerConfig
 from minitrans.core.utils import write_atomic
 from minitrans.inference.translator import Translator
-from minitrans.runs.alignment import VALIDATION_SAMPLE, split_alignment
+from minitrans.runs.alignment import VALIDATION_SAMPLE, gold_for_pairs, split_alignment
 from minitrans.runs.evaluation import evaluate_split, validation_losses
-from minitrans.runs.tblog import log_alignment, log_validation_samples
+from minitrans.runs.tblog import log_alignment, log_gold_overlays, log_validation_samples
 
 
 def validate(
@@ -26,7 +26,9 @@ def validate(
     data: DataConfig | None = None,
 ) -> dict:
     """Validation loss, BLEU and chrF; sample translations and attention maps to TensorBoard,
-    and, for a corpus with gold alignments (``data``), the AER of every cross-attention head."""
+    and, for a corpus with gold alignments (``data``), the AER of every cross-attention head and
+    the best head's map of each sample sentence with its gold links outlined. Only reads the
+    weights: training goes on exactly as without it."""
     limit = translator.max_len  # the loss needs pairs the model has positions for
     fits = valid.filter(lambda row: len(row["src_ids"]) <= limit and len(row["tgt_ids"]) < limit, keep_in_memory=True)
     longest = max((len(s) + len(t) + 1 for s, t in zip(fits["src_ids"], fits["tgt_ids"])), default=1)
@@ -52,6 +54,9 @@ def validate(
             report = split_alignment(model, tokenizer, valid, data, translator.max_len, device, VALIDATION_SAMPLE)
             if report is not None and report.sentences:
                 log_alignment(writer, report, step)
+                samples = valid.select(range(count))
+                gold = gold_for_pairs(data, samples["src"], samples["tgt"]) or []
+                log_gold_overlays(writer, translator, samples, gold, report, step)
     return metrics
 
 

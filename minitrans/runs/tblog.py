@@ -11,6 +11,9 @@ Tags written here, all into the run's own event file:
     valid/aer_best_head                        scalar: the AER of the best-aligning cross-attention head
                                                on a validation sample (embedded corpus: gold alignments)
     alignment/aer_by_head                      image: layer x head AER heatmap of that sample
+    alignment/gold_vs_attention/sample{i}      image: the best head's cross-attention map of sample
+                                               sentence i (its reference teacher-forced) with the
+                                               gold word links outlined (dashed: possible links)
     ~final/*                                   scalars: the final figures, read by HPARAMS as its
                                                metric columns (the "~" sorts them after train/ and
                                                valid/, so SCALARS opens on the curves)
@@ -22,8 +25,10 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Sequence
 
 from google.protobuf import struct_pb2
+from matplotlib.patches import Rectangle
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
@@ -31,10 +36,10 @@ from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
 from minitrans.inference.translator import sentence_tokens
-from minitrans.runs.alignment import AlignmentReport
+from minitrans.runs.alignment import AlignmentReport, GoldAlignment, gold_cells
 from minitrans.runs.heads import heads_heatmap
 from minitrans.runs.summary import RunSummary
-from minitrans.runs.viz import attention_cards, figure_to_array
+from minitrans.runs.viz import attention_card, attention_cards, figure_to_array
 
 NO_ATTENTION = (
     "this model has no attention: one context vector C for every target word "
@@ -141,6 +146,41 @@ def log_alignment(writer: SummaryWriter, report: AlignmentReport, step: int) -> 
     writer.add_scalar("valid/aer_best_head", report.best_head()[2], step)
     fig = heads_heatmap({f"cross-attention AER, step {step}": report.aer_grid()}, "AER", cmap="viridis_r")
     writer.add_image("alignment/aer_by_head", figure_to_array(fig), step, dataformats="HWC")
+
+
+GOLD_EDGE = "#ff2d2d"  # the gold links' outline: red stands out on viridis' dark and bright ends
+
+
+def log_gold_overlays(
+    writer: SummaryWriter, translator, samples, gold: Sequence[GoldAlignment | None], report: AlignmentReport, step: int
+) -> int:
+    """The best head's cross-attention map of each sample sentence, its reference teacher-forced
+    (the gold belongs to the reference's words, as when AER is measured), with the gold links
+    outlined, under ``alignment/gold_vs_attention/sample{i}``. ``samples`` rows have
+    ``src_ids`` (ending in EOS) and ``tgt_ids``; a sample without gold or longer than the
+    model's positions is left out. Returns the number of images logged."""
+    layer, head, best = report.best_head()
+    layers, heads = len(report.heads), len(report.heads[0])
+    tokenizer, logged = translator.tokenizer, 0
+    for i, alignment in enumerate(gold):
+        row = samples[i]
+        src_ids, tgt_ids = list(row["src_ids"]), list(row["tgt_ids"])
+        if alignment is None or len(src_ids) > translator.max_len or len(tgt_ids) >= translator.max_len:
+            continue
+        weights = translator.attention_maps(src_ids, tgt_ids)["cross"][layer][head]  # (T+1, S)
+        src_tokens, _, tgt_out_tokens = sentence_tokens(tokenizer, src_ids, tgt_ids)
+        title = (
+            f"sample {i} · gold links outlined · best head: layer {layer + 1}/{layers} · head {head + 1}/{heads}"
+            f" (AER {best:.3f})"
+        )
+        fig = attention_card(weights, tgt_out_tokens, src_tokens, title)
+        for r, c, sure in gold_cells(tokenizer, src_ids, tgt_ids, alignment):
+            fig.axes[0].add_patch(
+                Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor=GOLD_EDGE, lw=1.2, ls="-" if sure else "--")
+            )
+        writer.add_image(f"alignment/gold_vs_attention/sample{i}", figure_to_array(fig), step, dataformats="HWC")
+        logged += 1
+    return logged
 
 
 def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:
@@ -313,6 +353,7 @@ __all__ = [
     "experiment_summary",
     "final_metrics",
     "log_alignment",
+    "log_gold_overlays",
     "log_attention",
     "log_hparams",
     "log_layout",
