@@ -10,7 +10,7 @@ import torch
 
 from minitrans.inference.coverage import language_name
 from minitrans.runs import fonts
-from minitrans.runs.viz import attention_card, attention_figure
+from minitrans.runs.viz import attention_card, save_attention_png
 
 TOKENS = {
     "Chinese": ["▁恭喜", "你们", "！"],
@@ -34,8 +34,9 @@ def glyph_warnings(draw) -> list[str]:
 def test_a_card_draws_every_script_without_a_missing_glyph(script, tmp_path):
     tokens = TOKENS[script]
     card = attention_card(torch.rand(len(tokens), 2), tokens, ["▁the", "▁dog"], f"{script}: {' '.join(tokens)}")
-    grid = attention_figure(torch.rand(2, 2, len(tokens)), ["▁the", "▁dog"], tokens, script)
-    assert glyph_warnings(lambda: (card.savefig(tmp_path / "card.png"), grid.savefig(tmp_path / "grid.png"))) == []
+    cross = {"cross": [torch.rand(2, 2, len(tokens))]}  # the PNG grid of translate.py --attention
+    grid = lambda: save_attention_png(cross, tokens, ["<s>", "▁the"], ["▁the", "▁dog"], tmp_path / "grid.png")
+    assert glyph_warnings(lambda: (card.savefig(tmp_path / "card.png"), grid())) == []
 
 
 def test_with_dejavu_alone_chinese_tokens_are_boxes(tmp_path):

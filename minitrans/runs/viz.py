@@ -15,7 +15,7 @@ training steps compare by eye. The axes of each kind of map, as
 
 TensorBoard gets one card per head (:func:`attention_cards`): every card has the same fixed
 size, so the IMAGES tab lines them up, and its fonts and label spacing are chosen to be read
-at the card's default width. PNG files get the whole layer as a grid (:func:`attention_figure`).
+at the card's default width. PNG files get every layer and head of cross-attention as one grid (:func:`save_attention_png`).
 Tokens of any script are drawn with a font that has them (:mod:`minitrans.runs.fonts`).
 
 Every plot of runs colours a model kind the same way (:data:`MODEL_COLORS`).
