@@ -11,7 +11,8 @@ BLEU, and BLEU by source length; writes {split}.beam{K}.hyp.txt and .json into -
 default RUN/eval/, where RUN is the run folder (for a .pt file inside RUN/checkpoints/, that
 RUN; else the file's folder), and where compare.py finds them. The name says what was scored:
 a checkpoint other than best.pt, a length penalty or output ratio other than the default, and
---limit (when it cuts the split) each add a part (test.beam5.averaged.lp1.first10.json), so
+--limit (when it cuts the split) and --bleu-tokenize each add a part
+(test.beam5.averaged.lp1.first10.tok13a.json), so
 a report is only ever replaced by one of the same thing. A folder written by
 scripts/export.py is scored through CTranslate2 and gets its own eval/. A progress bar on
 stderr counts the sentences translated (--no-progress hides it). The library (and torch,
@@ -35,9 +36,12 @@ def run_folder(checkpoint: Path) -> Path:
     return folder.parent if folder.name == "checkpoints" else folder
 
 
-def report_name(split: str, checkpoint: Path, options: DecodingOptions, limit: int | None, size: int) -> str:
+def report_name(
+    split: str, checkpoint: Path, options: DecodingOptions, limit: int | None, size: int, bleu_tokenize: str | None
+) -> str:
     """The file name (without suffix) of a report: the split and beam, then whatever differs
-    from a full-split evaluation of best.pt with the default length penalty and output ratio."""
+    from a full-split evaluation of best.pt with the default length penalty and output ratio
+    and BLEU tokenised as the target language asks (an explicit --bleu-tokenize adds a part)."""
     parts = [split, f"beam{options.beam_size}"]
     if checkpoint.suffix == ".pt" and checkpoint.stem != "best":
         parts.append(checkpoint.stem)
@@ -47,6 +51,8 @@ def report_name(split: str, checkpoint: Path, options: DecodingOptions, limit: i
         parts.append(f"ratio{options.max_output_ratio:g}")
     if limit is not None and limit < size:
         parts.append(f"first{limit}")
+    if bleu_tokenize is not None:
+        parts.append(f"tok{bleu_tokenize}")
     return ".".join(parts)
 
 
@@ -162,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         "by_length": bleu_by_length(sources, hypotheses, references, tgt_lang=tgt_lang, tokenize=tokenize),
     }
     out_dir = args.out if args.out is not None else run_folder(checkpoint) / "eval"
-    name = report_name(split, checkpoint, options, args.limit, size)
+    name = report_name(split, checkpoint, options, args.limit, size, args.bleu_tokenize)
     hyp_path, json_path = out_dir / f"{name}.hyp.txt", out_dir / f"{name}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

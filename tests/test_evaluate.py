@@ -95,6 +95,7 @@ def test_reports_of_different_things_never_replace_each_other(evaluate, multi30k
         ("test_2016_flickr.beam2.lp1.json", [best, "--length-penalty", "1"]),
         ("test_2016_flickr.beam2.first2.json", [best, "--limit", "2"]),
         ("test_2016_flickr.beam2.json", [best, "--limit", "5"]),  # the whole split: the same evaluation
+        ("test_2016_flickr.beam2.tokchar.json", [best, "--bleu-tokenize", "char"]),  # another BLEU
     ]
     for name, args in evaluations:
         assert evaluate([*args, *common]) == 0
