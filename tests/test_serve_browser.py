@@ -29,6 +29,7 @@ if not (CHROMIUM and CHROMEDRIVER):
 
 import uvicorn  # noqa: E402
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -54,6 +55,15 @@ HEADLESS = [
     "--no-first-run",
     "--window-size=1400,1000",
 ]
+
+
+def patient(browser) -> WebDriverWait:
+    """A wait that looks again when the page re-renders the element it was reading.
+
+    Each translation replaces the results' elements; an element found just before that and
+    read just after is stale, which only means "look again".
+    """
+    return WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +112,7 @@ def api_translations(url: str, sentence: str) -> list[str]:
 
 def test_the_page_translates_a_sentence_and_draws_its_attention(server, browser):
     browser.get(server + "/")
-    wait = WebDriverWait(browser, 60)
+    wait = patient(browser)
     wait.until(lambda b: "transformer" in b.find_element(By.ID, "models").text)
     browser.find_element(By.ID, "sentences").send_keys(SRC[0])
     browser.find_element(By.ID, "go").click()
@@ -138,7 +148,7 @@ def test_the_page_translates_a_sentence_and_draws_its_attention(server, browser)
 
 def test_the_page_shows_a_bad_request_as_one_line(server, browser):
     browser.get(server + "/")
-    wait = WebDriverWait(browser, 60)
+    wait = patient(browser)
     wait.until(lambda b: "transformer" in b.find_element(By.ID, "models").text)
     browser.find_element(By.ID, "sentences").send_keys("x" * 1001)
     browser.find_element(By.ID, "go").click()
@@ -149,7 +159,7 @@ def test_the_page_shows_a_bad_request_as_one_line(server, browser):
 
 def test_the_page_says_the_language_direction_and_hints_to_scroll_a_wide_grid(server, browser):
     browser.get(server + "/")
-    wait = WebDriverWait(browser, 60)
+    wait = patient(browser)
     wait.until(lambda b: "transformer" in b.find_element(By.ID, "models").text)
     assert browser.find_element(By.ID, "direction").text == "German → English"
     long = " ".join([SRC[0], SRC[1], SRC[2]] * 3)  # 36 words: more source pieces than the width holds
@@ -177,7 +187,7 @@ def test_the_page_says_the_language_direction_and_hints_to_scroll_a_wide_grid(se
 
 def test_a_picked_test_sentence_shows_each_heads_aer_and_says_where_the_gold_links_are(server, browser):
     browser.get(server + "/")
-    wait = WebDriverWait(browser, 60)
+    wait = patient(browser)
     wait.until(lambda b: b.find_element(By.ID, "picker").is_displayed())
     sources = [source for source, _, _ in gold_split(GENERATED, "test")]
     options = browser.find_elements(By.CSS_SELECTOR, "#examples option")
