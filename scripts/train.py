@@ -1,7 +1,10 @@
 """Train a model: ``python scripts/train.py [key=value ...]``; ``-m`` sweeps (Hydra multirun).
 
-Several processes: ``torchrun --nproc_per_node=N scripts/train.py [key=value ...]``. Every rank
-runs this script; they share one run folder (``hydra.run.dir``, chosen by rank 0 unless given).
+On a CPU it trains in one single-threaded process per physical core (``trainer.processes=auto``;
+``trainer.processes=1`` for one): this process starts them and waits
+(:mod:`minitrans.training.launch`). Several machines: ``torchrun --nproc_per_node=N
+scripts/train.py [key=value ...]``; every rank runs this script, and they share one run folder
+(``hydra.run.dir``, chosen by rank 0 unless given).
 
 Thin by design: it turns the Hydra config into typed dataclasses and calls the library. Any
 problem it can name (a bad key or value, missing data, an unreadable checkpoint, a diverged
@@ -15,6 +18,7 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -31,6 +35,7 @@ from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 from minitrans.core.checks import ConfigError  # noqa: E402
+from minitrans.core.config import TrainConfig  # noqa: E402
 from minitrans.core.hydra_config import check_command_line, register_configs, to_dataclass  # noqa: E402
 
 log = logging.getLogger("minitrans")
@@ -45,40 +50,107 @@ def fail(message: str, code: int) -> None:
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
 def main(cfg: DictConfig) -> float | None:
     # imported here so that a mistyped command line is refused in a second, not after torch loads
+    from omegaconf import OmegaConf
+
+    from minitrans.runs.summary import RunSummary, summary_line
+    from minitrans.training import launch
+    from minitrans.training.setup import training_device
+
+    hydra_cfg = HydraConfig.get()
+    job = Job(
+        out_dir=hydra_cfg.runtime.output_dir,
+        is_sweep=hydra_cfg.mode == RunMode.MULTIRUN,
+        overrides=list(hydra_cfg.overrides.task),
+        program=resume_program(),
+    )
+    try:
+        typed = to_dataclass(cfg)
+    except ConfigError as error:
+        return job.refuse(error)
+    parallel_jobs = job.is_sweep and "joblib" in str(hydra_cfg.launcher.get("_target_", ""))
+    try:
+        device = training_device(typed.trainer.device)
+    except ConfigError as error:
+        return job.refuse(error)
+    processes = 1 if launch.under_torchrun() else launch.processes_for(typed.trainer, device, parallel_jobs)
+    if processes > 1:  # this process waits; the training processes run the job
+        logging_config = OmegaConf.to_container(hydra_cfg.job_logging, resolve=True)
+        threads = typed.trainer.num_threads or 1
+        log.info(
+            "starting %d training processes (%d thread(s) each; trainer.processes=%s)",
+            processes,
+            threads,
+            typed.trainer.processes,
+        )
+        code = launch.spawn(run_job, (typed, job), processes, threads, logging_config)
+    else:
+        code = run_job(typed, job)
+    if code:
+        if job.is_sweep and code == 2:  # a combination refused: the rest of the sweep goes on
+            return None
+        raise SystemExit(code)
+    if int(os.environ.get("RANK", 0)) != 0:  # a rank other than 0 under torchrun
+        return None
+    summary = RunSummary.read(job.out_dir)
+    print(summary_line(summary, job.out_dir))
+    return summary.valid["bleu"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a training process needs to know of the command that started it."""
+
+    out_dir: str
+    is_sweep: bool
+    overrides: list[str]  # the command line's overrides, for the line that says how to resume
+    program: str  # how the script was started
+
+    def refuse(self, error: ConfigError) -> None:
+        if self.is_sweep:  # refuse this combination, keep the rest of the sweep going
+            log.error("skipping job %s: %s", os.path.basename(self.out_dir), error)
+            return None
+        fail(str(error), 2)
+
+
+def run_job(cfg: TrainConfig, job: Job) -> int:
+    """Train (or resume) the run in this process; return the exit code. Every problem the
+    library names becomes one ``error:`` line (from rank 0 only: every rank meets the same one)."""
     import datasets
 
     from minitrans.core.checkpoint import CheckpointError
-    from minitrans.runs.summary import summary_line
     from minitrans.training.state import TrainingError, TrainingStopped
     from minitrans.training.trainer import train
 
     datasets.disable_progress_bars()  # tqdm shows training progress; corpus preparation stays quiet
-    hydra_cfg = HydraConfig.get()
-    is_sweep = hydra_cfg.mode == RunMode.MULTIRUN
+    is_main = int(os.environ.get("RANK", 0)) == 0
     try:
-        summary = train(to_dataclass(cfg), hydra_cfg.runtime.output_dir)
+        train(cfg, job.out_dir)
     except ConfigError as error:
-        if is_sweep:  # refuse this combination, keep the rest of the sweep going
-            log.error("skipping job %s: %s", os.path.basename(hydra_cfg.runtime.output_dir), error)
-            return None
-        fail(str(error), 2)
+        if job.is_sweep:
+            if is_main:
+                job.refuse(error)
+            return 2
+        return report(str(error), 2, is_main)
     except (CheckpointError, TrainingError) as error:
-        fail(str(error), 1)
+        return report(str(error), 1, is_main)
     except OSError as error:  # a full disk or a folder that went away while writing logs or results
-        fail(f"{error.filename or 'writing the run'}: {error.strerror or error}", 1)
+        return report(f"{error.filename or 'writing the run'}: {error.strerror or error}", 1, is_main)
     except TrainingStopped as stopped:
-        if int(os.environ.get("RANK", 0)) == 0:  # every rank stopped at the same step
-            print(f"{stopped}\n{stopped.resume_line(hydra_cfg.overrides.task, resume_program())}", file=sys.stderr)
-        raise SystemExit(stopped.exit_code) from None
-    if summary is None:  # a rank other than 0 under torchrun
-        return None
-    print(summary_line(summary, hydra_cfg.runtime.output_dir))
-    return summary.valid["bleu"]
+        if is_main:  # every rank stopped at the same step
+            print(f"{stopped}\n{stopped.resume_line(job.overrides, job.program)}", file=sys.stderr)
+        return stopped.exit_code
+    return 0
+
+
+def report(message: str, code: int, is_main: bool = True) -> int:
+    if is_main:
+        print(f"error: {message}", file=sys.stderr)
+    return code
 
 
 def resume_program() -> str:
     """How this script was started, for the line that says how to resume."""
-    world = int(os.environ.get("WORLD_SIZE", 1))
+    world = int(os.environ.get("WORLD_SIZE", 1))  # set by torchrun (not yet by trainer.processes)
     launcher = f"torchrun --nproc_per_node={world}" if world > 1 else "python"
     return f"{launcher} {sys.argv[0]}"
 

@@ -282,7 +282,10 @@ class TrainerConfig:
     max_output_ratio: float = knob(DecodingOptions.max_output_ratio, "output length limit: ratio * source length + 10")
     average_last: int = knob(1, "average the weights of the last N checkpoints for the final model")
     device: str = knob("auto", "auto | cpu | cuda | mps")
-    num_threads: int | None = knob(None, "torch intra-op threads; None -> torch's default")
+    processes: str = knob("auto", "training processes: auto = 1 per physical core on a CPU, 1 on a GPU; or N")
+    num_threads: int | None = knob(
+        None, "torch intra-op threads; None -> torch's default (1 per process when processes > 1)"
+    )
     compile: bool = knob(False, "torch.compile the model")
     precision: str = knob(
         "auto", "auto | fp32 | bf16: bf16 autocast with float32 weights; auto = bf16 on CUDA, else fp32"
@@ -344,6 +347,12 @@ class TrainerConfig:
             ("trainer.beam_size", "trainer.length_penalty", "trainer.max_output_ratio"),
         )
         check(self.device in DEVICES, "trainer.device", f"unknown device {self.device!r}")
+        self.processes = str(self.processes)
+        check(
+            self.processes == "auto" or (self.processes.isdigit() and 1 <= int(self.processes) <= 1024),
+            "trainer.processes",
+            f"must be auto or a number of processes from 1 to 1024, got {self.processes!r}",
+        )
 
     _OPTIONAL = ("checkpoint_every", "crash_at_step", "num_threads")
 

@@ -4,6 +4,7 @@ weights), and the form the training step runs it in (DistributedDataParallel acr
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import torch
@@ -53,7 +54,11 @@ def wrap_for_training(model: nn.Module, dist: DistInfo, device: torch.device, co
     wrapped = model
     if dist.enabled:
         ids = [device.index] if device.type == "cuda" else None
-        wrapped = DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False)
+        # buffers (positional tables) are the same on every rank: no broadcast before each forward
+        # (torch >= 2.13 names this forward_sync_buffers and deprecates broadcast_buffers)
+        names = inspect.signature(DistributedDataParallel.__init__).parameters
+        no_sync = {"forward_sync_buffers": False} if "forward_sync_buffers" in names else {"broadcast_buffers": False}
+        wrapped = DistributedDataParallel(model, device_ids=ids, **no_sync)
     return torch.compile(wrapped) if compile else wrapped
 
 

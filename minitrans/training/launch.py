@@ -1,0 +1,191 @@
+"""Several training processes on one machine, started by ``scripts/train.py`` itself.
+
+A small model does not keep two cores busy with torch's intra-op threads (400 default steps:
+75 s on one thread, 78 s on two, on a 2-core AMD EPYC), but two single-threaded processes that
+each take half of every batch do (data parallelism; see :mod:`minitrans.training.distributed`).
+``trainer.processes`` says how many: ``auto`` is one single-threaded process per physical core
+on a CPU and one on a GPU (or Apple's MPS); a number is that many.
+
+:func:`spawn` starts the processes with torch's own multiprocessing and gives each the
+environment torchrun would (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
+``MASTER_PORT``), so from :func:`distributed.init` on they run the code torchrun's processes
+run: one gloo (or NCCL) group, one run folder, rank 0 writing the logs and checkpoints.
+
+The parent only waits. It hands each stop signal (Ctrl-C, SIGTERM, submitit's SIGUSR2) to every
+process exactly once (they sit in a process group of their own, so a Ctrl-C does not reach
+them twice, which would stop them without a checkpoint), and exits with their exit code. If the
+parent is killed outright, the processes receive SIGINT (torch sets that up), save and stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+import multiprocessing.connection
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.multiprocessing as mp
+
+from minitrans.core.config import TrainerConfig
+from minitrans.core.utils import STOP_SIGNALS
+
+log = logging.getLogger(__name__)
+
+# after one process fails, how long the others get to notice (at their next collective) and exit
+GRACE_SECONDS = 60.0
+
+
+def under_torchrun() -> bool:
+    """True in a process that torchrun (or :func:`spawn`) started."""
+    return "WORLD_SIZE" in os.environ and "RANK" in os.environ
+
+
+def physical_cores() -> int:
+    """Physical cores this process may run on: hyperthreads of one core count once, and a
+    container's CPU quota (cgroup v2 ``cpu.max``) caps the count."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    cores = set()
+    for cpu in cpus:
+        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cores.add(((topology / "physical_package_id").read_text(), (topology / "core_id").read_text()))
+        except OSError:  # no sysfs (macOS, Windows): every CPU counts
+            cores.add(("cpu", str(cpu)))
+    count = len(cores)
+    quota = cgroup_cpu_quota()
+    return max(1, min(count, quota) if quota else count)
+
+
+def cgroup_cpu_quota(path: Path = Path("/sys/fs/cgroup/cpu.max")) -> int | None:
+    """Whole CPUs a cgroup v2 quota allows (``"200000 100000"`` -> 2), or None without one."""
+    try:
+        quota, period = path.read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    return max(1, int(quota) // int(period))
+
+
+def processes_for(tcfg: TrainerConfig, device: torch.device, parallel_jobs: bool = False) -> int:
+    """``trainer.processes`` as a number, for a run on ``device``; ``auto`` is 1 for a job that
+    runs beside others (a sweep on Hydra's joblib launcher: the jobs share the cores)."""
+    if tcfg.processes != "auto":
+        return int(tcfg.processes)
+    return physical_cores() if device.type == "cpu" and not parallel_jobs else 1
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, for the process group's rendezvous."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def spawn(
+    task: Callable[..., int],
+    args: tuple,
+    processes: int,
+    threads: int,
+    logging_config: dict[str, Any] | None = None,
+) -> int:
+    """Run ``task(*args)`` in ``processes`` processes joined in one process group, each with
+    ``threads`` intra-op threads; return their exit code (rank 0's if it failed, else the first
+    failure's; 128 + N for a process killed by signal N). ``task`` returns an exit code and must
+    be importable by name (a module-level function); ``logging_config`` (a ``dictConfig``) is
+    rank 0's logging, the others log warnings and errors only."""
+    context = mp.start_processes(
+        _worker,
+        args=(processes, free_port(), threads, logging_config, task, args),
+        nprocs=processes,
+        join=False,
+        start_method="spawn",
+    )
+    children = context.processes
+    received: list[int] = []
+
+    def forward(signum: int, frame: Any) -> None:
+        received.append(signum)
+        for child in children:
+            if child.is_alive():
+                os.kill(child.pid, signum)
+
+    previous = {}
+    for sig in STOP_SIGNALS:
+        try:
+            previous[sig] = signal.signal(sig, forward)
+        except ValueError:  # not the main thread: signals stay where they are
+            pass
+    try:
+        codes = wait_for(children)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    usr2 = getattr(signal, "SIGUSR2", None)
+    if usr2 in received and callable(previous.get(usr2)):
+        previous[usr2](usr2, None)  # the checkpoint is written: now submitit may requeue the job
+    return exit_code(codes)
+
+
+def wait_for(children: list, grace: float = GRACE_SECONDS) -> list[int]:
+    """Wait until every child has exited; once one has failed, the others get ``grace``
+    seconds to notice and are then killed. Returns their exit codes in rank order."""
+    failed_at = None
+    while any(child.exitcode is None for child in children):
+        alive = [child.sentinel for child in children if child.exitcode is None]
+        multiprocessing.connection.wait(alive, timeout=1.0)
+        if failed_at is None and any(child.exitcode not in (None, 0) for child in children):
+            failed_at = time.monotonic()
+        if failed_at is not None and time.monotonic() - failed_at > grace:
+            for child in children:
+                if child.exitcode is None:
+                    child.kill()
+            for child in children:
+                child.join()
+    return [child.exitcode for child in children]
+
+
+def exit_code(codes: list[int]) -> int:
+    """One exit code for the job: rank 0's if it failed, else the first failure's."""
+    failures = [code for code in codes if code]
+    code = codes[0] if codes and codes[0] else failures[0] if failures else 0
+    return 128 - code if code < 0 else code
+
+
+def _worker(
+    rank: int,
+    world_size: int,
+    port: int,
+    threads: int,
+    logging_config: dict[str, Any] | None,
+    task: Callable[..., int],
+    args: tuple,
+) -> None:
+    """One process: torchrun's environment, its threads and logging, then the task."""
+    os.setpgid(0, 0)  # stop signals come from the parent, once (see the module's docstring)
+    os.environ.update(
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_WORLD_SIZE=str(world_size),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
+    torch.set_num_threads(threads)
+    if rank == 0 and logging_config:
+        logging.config.dictConfig(logging_config)
+    else:
+        logging.basicConfig(level=logging.WARNING, format=f"[rank {rank}] %(levelname)s %(name)s: %(message)s")
+    code = task(*args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if code:
+        raise SystemExit(code)

@@ -1,0 +1,116 @@
+"""trainer.processes: how many training processes a run gets, and a real 2-process run started
+by scripts/train.py itself that is killed (SIGKILL), stopped (SIGTERM to the parent) and resumed,
+ending bitwise where the uninterrupted 2-process run ends."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import pytest
+import torch
+from conftest import script_env, train_command
+from test_resume import assert_bitwise_equal, scalars, state, weights
+
+from minitrans.core.checks import ConfigError
+from minitrans.core.config import TrainerConfig
+from minitrans.training import launch
+
+
+def test_auto_is_one_process_per_physical_core_on_a_cpu_and_one_elsewhere():
+    cores = launch.physical_cores()
+    assert 1 <= cores <= (torch.get_num_threads() + 1024)
+    auto = TrainerConfig()
+    assert auto.processes == "auto"
+    assert launch.processes_for(auto, torch.device("cpu")) == cores
+    assert launch.processes_for(auto, torch.device("cuda")) == 1
+    assert launch.processes_for(auto, torch.device("mps")) == 1
+    assert launch.processes_for(auto, torch.device("cpu"), parallel_jobs=True) == 1  # a joblib sweep's job
+    assert launch.processes_for(TrainerConfig(processes=3), torch.device("cpu")) == 3  # a number, as given
+
+
+def test_a_containers_cpu_quota_caps_the_count(tmp_path):
+    quota = tmp_path / "cpu.max"
+    for text, cpus in (("200000 100000\n", 2), ("50000 100000\n", 1), ("max 100000\n", None), ("", None)):
+        quota.write_text(text)
+        assert launch.cgroup_cpu_quota(quota) == cpus, text
+    assert launch.cgroup_cpu_quota(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1", "1.5", "100000"])
+def test_an_impossible_process_count_is_refused_naming_the_key(value):
+    with pytest.raises(ConfigError, match=r"trainer\.processes: must be auto or a number"):
+        TrainerConfig(processes=value)
+
+
+def test_one_exit_code_for_the_job():
+    assert launch.exit_code([0, 0]) == 0
+    assert launch.exit_code([-signal.SIGKILL, -signal.SIGKILL]) == 137  # killed, as a shell reports it
+    assert launch.exit_code([143, 143]) == 143  # stopped by SIGTERM after a checkpoint
+    assert launch.exit_code([0, 1]) == 1  # rank 1 failed
+    assert launch.exit_code([2, 1]) == 2  # rank 0's reason first
+
+
+def two_processes(tiny_overrides, run, *extra: str) -> list[str]:
+    return train_command(
+        *tiny_overrides,
+        "trainer.processes=2",
+        "trainer.log_every=1",
+        "trainer.eval_every=1000",
+        "trainer.checkpoint_every=3",
+        "trainer.max_steps=60",
+        *extra,
+        f"hydra.run.dir={run}",
+    )
+
+
+@pytest.mark.slow
+def test_two_processes_started_by_the_script_survive_a_kill_and_a_stop_and_resume_bitwise(tmp_path, tiny_overrides):
+    def train(run, *extra, timeout=300):
+        return subprocess.run(
+            two_processes(tiny_overrides, run, *extra),
+            env=script_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    reference = tmp_path / "reference"
+    done = train(reference)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("test BLEU") == 1  # one summary line, from the waiting parent
+    log = (reference / "train.log").read_text()
+    assert "starting 2 training processes (1 thread(s) each" in log and "2 process(es)" in log
+    assert len(list(reference.glob("events.out.tfevents.*"))) == 1  # only rank 0 logs
+    saved = torch.load(reference / "checkpoints" / "last.pt", weights_only=False)
+    assert saved["world_size"] == 2 and len(saved["rng"]) == 2
+
+    # 1) both processes die at step 8 without a chance to save: the last checkpoint is step 6
+    run = tmp_path / "run"
+    killed = train(run, "trainer.crash_at_step=8")
+    assert killed.returncode == 128 + signal.SIGKILL, killed.stderr[-3000:]
+    assert state(run)["step"] == 6
+
+    # 2) resumed, then SIGTERM to the parent only: it hands the signal on once, they save and stop
+    process = subprocess.Popen(
+        two_processes(tiny_overrides, run),
+        env=script_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 240
+    while state(run)["step"] == 6 and time.monotonic() < deadline:  # wait for a checkpoint past step 6
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=240)
+    assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert err.count("stopped by SIGTERM after step") == 1 and "to resume, run: python " in err
+    assert 6 < state(run)["step"] < 60
+
+    # 3) resumed to the end: every weight and every logged loss as in the run never interrupted
+    finished = train(run)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert_bitwise_equal(weights(run), weights(reference))
+    assert scalars(run, "train/loss_label_smoothed") == scalars(reference, "train/loss_label_smoothed")
