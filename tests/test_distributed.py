@@ -12,7 +12,7 @@ from conftest import TRAIN_SCRIPT, script_env
 from test_resume import scalars, weights
 
 from minitrans.core.checkpoint import load_checkpoint
-from minitrans.training.distributed import DistInfo, shard
+from minitrans.training.distributed import DistInfo, all_reduce_max, any_rank, shard
 from minitrans.training.trainer import train
 
 
@@ -26,6 +26,31 @@ def test_every_sentence_of_a_global_batch_goes_to_exactly_one_rank():
 
 def test_a_rank_without_a_sentence_still_steps_with_weight_zero():
     assert shard([7], DistInfo(rank=1, world_size=2)) == ([7], 0.0)
+
+
+def _agree(rank: int, world_size: int, init_file: str, results) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size)
+    try:
+        info, cpu = DistInfo(rank=rank, world_size=world_size), torch.device("cpu")
+        seconds = 100.0 + 1e-9 * (rank + 1)  # clocks that differ below float32's resolution
+        results.put((rank, all_reduce_max([rank == 1, seconds], info, cpu), any_rank([rank == 0, False], info, cpu)))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_ranks_agree_on_the_largest_training_time_and_on_any_flag(tmp_path):
+    """What a time budget's decay reads: the same seconds on every rank (else each rank would
+    train at its own rate), exact in float64; in one process, the value itself."""
+    import torch.multiprocessing as mp
+
+    results = mp.get_context("spawn").SimpleQueue()
+    mp.start_processes(_agree, args=(2, str(tmp_path / "init"), results), nprocs=2, start_method="spawn")
+    answers = dict((rank, (agreed, flags)) for rank, agreed, flags in (results.get() for _ in range(2)))
+    assert answers[0] == answers[1] == ([1.0, 100.0 + 2e-9], [True, False])
+    assert all_reduce_max([False, 3.25], DistInfo(), torch.device("cpu")) == [0.0, 3.25]
 
 
 # Same global batches in both runs; only the order of float additions differs (the all-reduce

@@ -89,13 +89,20 @@ def all_reduce_sum(tensor: torch.Tensor, info: DistInfo) -> torch.Tensor:
     return tensor
 
 
+def all_reduce_max(values: Sequence[float], info: DistInfo, device: torch.device) -> list[float]:
+    """Each value's largest over the ranks (a time budget's seconds, which differ a little from
+    rank to rank): one small all-reduce, in float64. In one process, the values themselves."""
+    if not info.enabled:
+        return [float(value) for value in values]
+    tensor = torch.tensor([float(value) for value in values], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return tensor.tolist()
+
+
 def any_rank(flags: Sequence[bool], info: DistInfo, device: torch.device) -> list[bool]:
     """Each flag, true on every rank if it is true on one (a stop signal that reached one
-    process, a time budget one process has used up): one small all-reduce."""
-    if not info.enabled:
-        return [bool(flag) for flag in flags]
-    counts = all_reduce_sum(torch.tensor([float(flag) for flag in flags], device=device), info)
-    return [bool(count > 0) for count in counts.tolist()]
+    process): one small all-reduce."""
+    return [value > 0 for value in all_reduce_max([float(flag) for flag in flags], info, device)]
 
 
 def all_gather_object(value: Any, info: DistInfo) -> list[Any]:

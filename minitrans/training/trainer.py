@@ -14,9 +14,9 @@ Re-running into the same folder resumes from ``checkpoints/last.pt`` (written ev
 schedule, step, epoch, position within the epoch and every rank's random generators. On the
 CPU with the same thread count the resumed run is bitwise the run that never stopped, per-step
 losses included; evaluation runs inside ``preserved_rng`` so it cannot shift the stream. Not
-exact: a ``max_minutes`` budget (time is not reproducible) and GPU kernels that are themselves
-nondeterministic. Under torchrun the same code trains with DistributedDataParallel; see
-:mod:`minitrans.training.distributed`.
+exact: a ``max_minutes`` budget (time is not reproducible, nor is a decay of the rate it drives)
+and GPU kernels that are themselves nondeterministic. Under torchrun the same code trains with
+DistributedDataParallel; see :mod:`minitrans.training.distributed`.
 """
 
 from __future__ import annotations
@@ -54,8 +54,12 @@ log = logging.getLogger(__name__)
 
 
 class Trainer:
-    def __init__(self, cfg: TrainConfig, out_dir: str | Path) -> None:
+    """``Trainer(cfg, out_dir).fit()``; ``clock`` is what training seconds are read from (a
+    fake one in tests of ``trainer.max_minutes``), ``time.perf_counter`` by default."""
+
+    def __init__(self, cfg: TrainConfig, out_dir: str | Path, clock: Callable[[], float] | None = None) -> None:
         self.cfg, self.out_dir = cfg, Path(out_dir)
+        self.clock = clock or time.perf_counter
         self.checkpoints = Checkpoints.of_run(self.out_dir, keep_steps=cfg.trainer.average_last)
         self.dist = distributed.init()
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -81,8 +85,8 @@ class Trainer:
         self.device = distributed.local_device(training_device(tcfg.device), self.dist)
         resume_path, payload = resume_checkpoint(self.checkpoints, self.cfg, self.device)
         self._prepare_data(payload)
+        self.state = TrainState()  # before the schedule, which may read its training seconds
         self._build_training(payload, resume_path)
-        self.state = TrainState()
         self.writer: SummaryWriter | None = None
         self.window_tokens, self.window_seconds = 0, 0.0  # throughput since the last log line
         # called with the state after every optimizer step; trainer.crash_at_step installs the
@@ -116,7 +120,8 @@ class Trainer:
         self.autocast_dtype = autocast_dtype_for(tcfg.precision, self.device)  # None: float32
         if self.autocast_dtype is not None:
             enable_tf32(self.device)
-        self.scheduler = make_scheduler(self.optimizer, tcfg, warn=self.dist.is_main)
+        # a decay to max_minutes reads the seconds every rank agreed on (see _fit)
+        self.scheduler = make_scheduler(self.optimizer, tcfg, elapsed=lambda: self.state.train_seconds)
         self.translator = Translator(  # with the run's config: BLEU is tokenised for its target language
             self.model, self.tokenizer, self.cfg.model.max_len, self.device, config=asdict(self.cfg), record=self.record
         )
@@ -147,15 +152,17 @@ class Trainer:
                 for indices in self._batches() if not finished else ():
                     # step
                     loss = self.train_step(indices)
-                    # decided together: ranks must agree on when to stop
-                    stop_now, out_of_time = distributed.any_rank(
-                        [stop.signal is not None, deadline is not None and state.train_seconds >= deadline],
-                        dist,
-                        self.device,
+                    # decided together: ranks must agree on when to stop, and the schedule on the
+                    # training time (each rank's clock differs a little): the slowest rank's
+                    signalled, state.train_seconds = distributed.all_reduce_max(
+                        [stop.signal is not None, state.train_seconds], dist, self.device
                     )
+                    stop_now = signalled > 0
+                    out_of_time = deadline is not None and state.train_seconds >= deadline
                     # log
                     if loss is not None:
                         state.step += 1
+                        self.scheduler.step()  # after the seconds are agreed: a time budget's decay reads them
                         self._log_step(loss, progress)
                     progress.update(state.step, state.train_seconds)
                     # evaluate and checkpoint
@@ -191,9 +198,10 @@ class Trainer:
     def train_step(self, indices: list[int]) -> float | None:
         """Forward, backward and update on one global batch (this rank's share of it); returns
         the batch's mean token loss, or None when the loss or gradient was not finite and the
-        step was skipped (:class:`TrainingError` after ``max_bad_steps`` of those in a row)."""
+        step was skipped (:class:`TrainingError` after ``max_bad_steps`` of those in a row).
+        The schedule is stepped by the loop, once the ranks agree on the training time."""
         tcfg, world, state = self.cfg.trainer, self.dist.world_size, self.state
-        started = time.perf_counter()
+        started = self.clock()
         shard, weight = distributed.shard(indices, self.dist)
         batch = collate([self.src_ids[i] for i in shard], [self.tgt_ids[i] for i in shard]).to(self.device)
         global_tokens = sum(len(self.tgt_ids[i]) + 1 for i in indices)
@@ -207,14 +215,13 @@ class Trainer:
             loss_scale=weight * world / global_tokens,
             label_smoothing=tcfg.label_smoothing,
             clip_grad_norm=tcfg.clip_grad_norm,
-            scheduler=self.scheduler,
             autocast_dtype=self.autocast_dtype,
             reduce_loss=lambda loss: distributed.all_reduce_sum(loss / world, self.dist),
         )
         loss = None if mean_loss is None else mean_loss.item()
         state.batch_in_epoch += 1
-        state.train_seconds += time.perf_counter() - started
-        self.window_seconds += time.perf_counter() - started
+        state.train_seconds += self.clock() - started
+        self.window_seconds += self.clock() - started
         if loss is None:
             state.bad_steps += 1
             state.skipped_steps += 1
