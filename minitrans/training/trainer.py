@@ -54,8 +54,7 @@ log = logging.getLogger(__name__)
 
 
 class Trainer:
-    """``Trainer(cfg, out_dir).fit()``; ``clock`` is what training seconds are read from (a
-    fake one in tests of ``trainer.max_minutes``), ``time.perf_counter`` by default."""
+    """``Trainer(cfg, out_dir, clock).fit()``; training seconds come from ``clock`` (perf_counter)."""
 
     def __init__(self, cfg: TrainConfig, out_dir: str | Path, clock: Callable[[], float] | None = None) -> None:
         self.cfg, self.out_dir = cfg, Path(out_dir)
