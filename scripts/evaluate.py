@@ -27,7 +27,8 @@ import sys
 from pathlib import Path
 
 from minitrans.core.checks import cli_number
-from minitrans.core.config import BEAM_RANGE, DEVICES, DecodingOptions, add_decoding_flags
+from minitrans.core.config import DEVICES
+from minitrans.core.decoding_options import BEAM_RANGE, DecodingOptions, add_decoding_flags
 from minitrans.core.textio import plain_truncation_warnings
 
 

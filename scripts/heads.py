@@ -18,7 +18,8 @@ from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError, Checkpoints, resolve_checkpoint
 from minitrans.core.checks import cli_number
-from minitrans.core.config import DEVICES, DataConfig, DecodingOptions
+from minitrans.core.config import DEVICES, DataConfig
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import plain_truncation_warnings
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split

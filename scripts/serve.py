@@ -15,7 +15,8 @@ import ipaddress
 import socket
 import sys
 
-from minitrans.core.config import BEAM_RANGE, DEVICES
+from minitrans.core.config import DEVICES
+from minitrans.core.decoding_options import BEAM_RANGE
 
 WEB_MODULES = ("fastapi", "uvicorn", "starlette", "pydantic")
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minitrans.core.checks import cli_number
-from minitrans.core.config import BEAM_RANGE, DEVICES, MAX_POSITIONS, DecodingOptions, add_decoding_flags
+from minitrans.core.config import DEVICES, MAX_POSITIONS
+from minitrans.core.decoding_options import BEAM_RANGE, DecodingOptions, add_decoding_flags
 from minitrans.core.textio import InputError, numbered_path, plain_truncation_warnings, read_sentences
 
 if TYPE_CHECKING:

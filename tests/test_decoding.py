@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.core.config import DecodingOptions, RNNConfig, TransformerConfig
+from minitrans.core.config import RNNConfig, TransformerConfig
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from minitrans.inference import decoding

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from minitrans.core.checkpoint import CheckpointError, save_checkpoint
-from minitrans.core.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.tokenizer import EOS_ID, Tokenizer
 from minitrans.inference.ct2 import Ct2Error, Ct2Translator, is_exported, load_translator
 from minitrans.inference.export import ExportError, check_exportable, export_ctranslate2

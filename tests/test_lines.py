@@ -9,7 +9,7 @@ import math
 import pytest
 from test_translate import SRC, build_checkpoint, load_script, pipe_stdin
 
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.base import Translation
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import length_normalizer

@@ -121,7 +121,7 @@ def test_a_runs_evaluation_scores_bleu_for_its_target_language():
     run's data.tgt_lang, or with trainer.bleu_tokenize, and says which."""
     import datasets
 
-    from minitrans.core.config import DecodingOptions
+    from minitrans.core.decoding_options import DecodingOptions
     from minitrans.runs.evaluation import evaluate_split
 
     class EchoTranslator:  # "translates" each source into the hypothesis whose index it holds

@@ -7,7 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.core.config import DecodingOptions, RNNConfig, TransformerConfig
+from minitrans.core.config import RNNConfig, TransformerConfig
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import EOS_ID, PAD_ID
 from minitrans.inference.decoding import search

@@ -26,7 +26,7 @@ pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 from test_translate import SRC, build_checkpoint  # noqa: E402
 
-from minitrans.core.config import DecodingOptions  # noqa: E402
+from minitrans.core.decoding_options import DecodingOptions  # noqa: E402
 from minitrans.inference.coverage import TrainingRecord  # noqa: E402
 from minitrans.inference.lines import translate_lines  # noqa: E402
 from minitrans.inference.translator import Translator  # noqa: E402

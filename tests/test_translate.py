@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint, save_checkpoint
-from minitrans.core.config import DataConfig, DecodingOptions, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.data.tokenizer import EOS_ID, PAD_ID, Tokenizer
 from minitrans.inference.translator import Translator

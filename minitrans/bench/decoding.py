@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from minitrans.core.checks import cli_number
-from minitrans.core.config import BEAM_RANGE, DecodingOptions
+from minitrans.core.decoding_options import BEAM_RANGE, DecodingOptions
 from minitrans.data.corpus import load_run_split
 from minitrans.inference.translator import Translator
 

@@ -22,8 +22,9 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from minitrans.core.checks import check, check_range, cli_number
+from minitrans.core.checks import check, check_range
 from minitrans.core.config_help import knob
+from minitrans.core.decoding_options import DecodingOptions, check_decoding
 
 SCHEDULES = ("inverse_sqrt", "linear", "cosine")  # trainer.schedule; minitrans.training.schedule implements them
 PRECISIONS = ("auto", "fp32", "bf16")  # trainer.precision; see minitrans.training.step.autocast_dtype_for
@@ -37,18 +38,6 @@ MAX_LAYERS = 128
 MAX_POSITIONS = 65536  # model.max_len; the position table is max_len x d_model floats
 MAX_VOCAB = 1_000_000
 MAX_SEED = 2**32 - 1  # NumPy's seeds
-# Decoding options, shared by the trainer's final evaluation and the scripts' flags.
-BEAM_RANGE = (1, 100)  # wider beams cost memory (beam x vocabulary scores per step) and rarely help
-LENGTH_PENALTY_RANGE = (0.0, 5.0)  # GNMT's alpha; 0 = none
-MAX_OUTPUT_RATIO_RANGE = (0.0, 100.0)  # output tokens <= ratio * source length + 10; ratio > 0
-
-
-def check_decoding(beam: int, length_penalty: float, max_output_ratio: float, keys: tuple[str, str, str]) -> None:
-    """Decoding options (beam size, length penalty, output length ratio), each in its range;
-    ``keys`` names them in the error (config keys or command-line flags)."""
-    check_range(keys[0], beam, *BEAM_RANGE)
-    check_range(keys[1], length_penalty, *LENGTH_PENALTY_RANGE)
-    check_range(keys[2], max_output_ratio, *MAX_OUTPUT_RATIO_RANGE, low_open=True)
 
 
 @dataclass
@@ -209,46 +198,6 @@ class DataConfig:
         check_range("data.corpus_seed", self.corpus_seed, 0, MAX_SEED)
         check(self.spm_model_type in ("unigram", "bpe"), "data.spm_model_type", "must be 'unigram' or 'bpe'")
         check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
-
-
-@dataclass(frozen=True)
-class DecodingOptions:
-    """How to turn a source into a translation; one spelling of each option for the library
-    (Translator, evaluation, the trainer's test evaluation). The command-line tools map their
-    flags (``--beam``, ``--length-penalty`` ...) onto these fields."""
-
-    beam_size: int = knob(1, "1 = greedy search")
-    length_penalty: float = knob(0.6, "GNMT's alpha: scores are divided by ((5 + length) / 6) ** length_penalty")
-    max_output_ratio: float = knob(1.5, "at most ratio * source length + 10 output tokens")
-    max_output_len: int | None = knob(None, "a cap on every output; None -> the model's max_len - 1")
-    use_cache: bool = knob(True, "False recomputes every prefix (slow; for checking)")
-    # not trainer.batch_tokens, which counts the source and target tokens of a training batch
-    batch_hyp_tokens: int = knob(6000, "decoding batches: about beam_size * sentences * longest source <= this")
-
-    def __post_init__(self) -> None:
-        check_decoding(
-            self.beam_size,
-            self.length_penalty,
-            self.max_output_ratio,
-            ("beam_size", "length_penalty", "max_output_ratio"),
-        )
-
-
-def add_decoding_flags(parser) -> None:
-    """The command-line tools' --length-penalty and --max-output-ratio, with DecodingOptions'
-    defaults and the shared ranges (translate.py and evaluate.py take them alike)."""
-    parser.add_argument(
-        "--length-penalty",
-        type=cli_number(float, *LENGTH_PENALTY_RANGE),
-        default=DecodingOptions.length_penalty,
-        help=f"beam search's alpha (default {DecodingOptions.length_penalty})",
-    )
-    parser.add_argument(
-        "--max-output-ratio",
-        type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
-        default=DecodingOptions.max_output_ratio,
-        help=f"output tokens <= ratio * source + 10 (default {DecodingOptions.max_output_ratio})",
-    )
 
 
 @dataclass

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import one_line
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.coverage import TrainingRecord

@@ -32,7 +32,7 @@ import torch
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checks import first_line
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord

@@ -9,7 +9,7 @@ computed once per sentence; an RNN's hidden state). With ``use_cache=False`` eac
 the whole prefix through ``decode``: slower, and it must give the same output, which the tests
 check for every model family.
 
-One entry point, :func:`search`, takes the :class:`~minitrans.core.config.DecodingOptions`
+One entry point, :func:`search`, takes the :class:`~minitrans.core.decoding_options.DecodingOptions`
 (beam size, length penalty, output limits, cache) and returns :class:`Hypothesis` records: the
 output ids with their log-probability and the score the search ranks by (the log-probability
 over GNMT's length penalty), the ``nbest`` best of each sentence (greedy when the beam is 1).
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from minitrans.models.interface import Seq2SeqModel, State, select_batch
 

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.base import GREEDY, BaseTranslator, Translation
 from minitrans.inference.decoding import length_normalizer
 from minitrans.inference.translator import require_model

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.utils import eval_mode
 from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from minitrans.inference.decoding import length_normalizer

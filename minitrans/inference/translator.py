@@ -22,7 +22,7 @@ import torch
 
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from minitrans.core.checks import first_line
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import Tokenizer

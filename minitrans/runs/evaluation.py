@@ -5,7 +5,7 @@ from __future__ import annotations
 import datasets
 import torch
 
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate

@@ -43,7 +43,7 @@ from minitrans.runs.fonts import token_fonts
 if TYPE_CHECKING:  # tensors come in, but plotting needs no torch: compare.py starts without it
     import torch
 
-    from minitrans.core.config import DecodingOptions
+    from minitrans.core.decoding_options import DecodingOptions
     from minitrans.inference.translator import Translator
 
 KIND_TITLES = {

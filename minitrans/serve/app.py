@@ -52,7 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from minitrans.core.checkpoint import Checkpoints, resolve_checkpoint
-from minitrans.core.config import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.coverage import language_name
 from minitrans.inference.lines import LineResult, translate_lines
 from minitrans.inference.translator import Translator

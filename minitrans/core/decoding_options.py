@@ -1,0 +1,63 @@
+"""Decoding options, one spelling for the library and the command line: beam size, length
+penalty and output length, with the ranges the trainer's ``trainer.beam_size`` ... keys and the
+scripts' ``--beam`` ... flags share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minitrans.core.checks import check_range, cli_number
+from minitrans.core.config_help import knob
+
+# Decoding options, shared by the trainer's final evaluation and the scripts' flags.
+BEAM_RANGE = (1, 100)  # wider beams cost memory (beam x vocabulary scores per step) and rarely help
+LENGTH_PENALTY_RANGE = (0.0, 5.0)  # GNMT's alpha; 0 = none
+MAX_OUTPUT_RATIO_RANGE = (0.0, 100.0)  # output tokens <= ratio * source length + 10; ratio > 0
+
+
+def check_decoding(beam: int, length_penalty: float, max_output_ratio: float, keys: tuple[str, str, str]) -> None:
+    """Decoding options (beam size, length penalty, output length ratio), each in its range;
+    ``keys`` names them in the error (config keys or command-line flags)."""
+    check_range(keys[0], beam, *BEAM_RANGE)
+    check_range(keys[1], length_penalty, *LENGTH_PENALTY_RANGE)
+    check_range(keys[2], max_output_ratio, *MAX_OUTPUT_RATIO_RANGE, low_open=True)
+
+
+@dataclass(frozen=True)
+class DecodingOptions:
+    """How to turn a source into a translation; one spelling of each option for the library
+    (Translator, evaluation, the trainer's test evaluation). The command-line tools map their
+    flags (``--beam``, ``--length-penalty`` ...) onto these fields."""
+
+    beam_size: int = knob(1, "1 = greedy search")
+    length_penalty: float = knob(0.6, "GNMT's alpha: scores are divided by ((5 + length) / 6) ** length_penalty")
+    max_output_ratio: float = knob(1.5, "at most ratio * source length + 10 output tokens")
+    max_output_len: int | None = knob(None, "a cap on every output; None -> the model's max_len - 1")
+    use_cache: bool = knob(True, "False recomputes every prefix (slow; for checking)")
+    # not trainer.batch_tokens, which counts the source and target tokens of a training batch
+    batch_hyp_tokens: int = knob(6000, "decoding batches: about beam_size * sentences * longest source <= this")
+
+    def __post_init__(self) -> None:
+        check_decoding(
+            self.beam_size,
+            self.length_penalty,
+            self.max_output_ratio,
+            ("beam_size", "length_penalty", "max_output_ratio"),
+        )
+
+
+def add_decoding_flags(parser) -> None:
+    """The command-line tools' --length-penalty and --max-output-ratio, with DecodingOptions'
+    defaults and the shared ranges (translate.py and evaluate.py take them alike)."""
+    parser.add_argument(
+        "--length-penalty",
+        type=cli_number(float, *LENGTH_PENALTY_RANGE),
+        default=DecodingOptions.length_penalty,
+        help=f"beam search's alpha (default {DecodingOptions.length_penalty})",
+    )
+    parser.add_argument(
+        "--max-output-ratio",
+        type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
+        default=DecodingOptions.max_output_ratio,
+        help=f"output tokens <= ratio * source + 10 (default {DecodingOptions.max_output_ratio})",
+    )
