@@ -80,6 +80,7 @@ def test_two_processes_started_by_the_script_survive_a_kill_and_a_stop_and_resum
     done = train(reference)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("test BLEU") == 1  # one summary line, from the waiting parent
+    assert "60 steps" in done.stdout and "s training in 2 processes |" in done.stdout
     log = (reference / "train.log").read_text()
     assert "starting 2 training processes (1 thread(s) each" in log and "2 process(es)" in log
     assert len(list(reference.glob("events.out.tfevents.*"))) == 1  # only rank 0 logs

@@ -69,7 +69,7 @@ def summary_line(summary: RunSummary, out_dir: str | Path) -> str:
     return (
         f"{summary.model} ({summary.params:,} params): test BLEU {test['bleu']:.2f} chrF {test['chrf']:.2f} | "
         f"valid BLEU {valid['bleu']:.2f} loss {valid['loss']:.3f} | {summary.steps} steps, "
-        f"{summary.train_seconds:.0f} s training | {out_dir}"
+        f"{summary.train_seconds:.0f} s training in {summary.processes} process{'es' if summary.processes > 1 else ''} | {out_dir}"
     )
 
 
