@@ -60,6 +60,9 @@ def test_quick_run_writes_sane_json(tmp_path, capsys, small_run):
     out = json.loads(out_path.read_text())
     assert set(out) >= {"machine", "data", "settings", "sizes", "decoding"}
     assert out["machine"]["threads"] == 1
+    machine = out["machine"]  # which CPU and which of its instruction sets the kernels used
+    assert machine["cpu_isa"].startswith(torch.backends.cpu.get_cpu_capability()) and machine["cpu_model"]
+    assert f"CPU: {machine['cpu_model']}, torch's CPU kernels built for {machine['cpu_isa']}" in report
     data = out["data"]
     for key in ("padding_fraction", "source_padding_fraction", "target_padding_fraction"):
         assert 0.0 <= data[key] < 0.5

@@ -77,7 +77,18 @@ def matmul_rate(device: torch.device, n: int = 2048, repeats: int = 5, dtype=Non
     return 2 * n**3 / best, f"best of {repeats} torch.mm of {n}×{n} {str(dtype).removeprefix('torch.')}"
 
 
+def cpu_isa() -> str:
+    """The instruction set PyTorch dispatches its CPU kernels for on this machine
+    (``torch.backends.cpu.get_cpu_capability()``: DEFAULT, AVX2, AVX512, ...), with "+AMX" where
+    the CPU has AMX tiles (oneDNN's bfloat16 matrix units): one model name ("AMD EPYC") covers
+    machines with different vector units, and figures from one do not carry to another."""
+    isa = torch.backends.cpu.get_cpu_capability()
+    is_amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
+    return f"{isa}+AMX" if is_amx else isa
+
+
 def device_name(device: torch.device) -> str:
+    """The GPU's name, or the CPU's model name (``/proc/cpuinfo``, as ``lscpu`` reports it)."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     try:
@@ -114,6 +125,7 @@ def peak_rss_mib() -> float:
 
 
 __all__ = [
+    "cpu_isa",
     "device_name",
     "matmul_rate",
     "peak_rss_mib",

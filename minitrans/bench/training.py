@@ -44,6 +44,7 @@ import torch
 
 from minitrans.bench.batches import load_batches
 from minitrans.bench.measure import (
+    cpu_isa,
     device_name,
     matmul_rate,
     time_interleaved,
@@ -183,6 +184,8 @@ def run_benchmark(
         "machine": {
             "device": str(device),
             "device_name": device_name(device),
+            "cpu_model": device_name(torch.device("cpu")),
+            "cpu_isa": cpu_isa(),
             "threads": torch.get_num_threads(),
             "cpu_count": os.cpu_count(),
             "torch": torch.__version__,
@@ -218,6 +221,8 @@ def format_report(out: dict) -> str:
     lines = [
         f"minitrans training benchmark — this machine: {machine['device_name']} ({machine['device']}), "
         f"{machine['threads']} torch threads of {machine['cpu_count']} CPUs, torch {machine['torch']}, {machine['dtype']}",
+        f"CPU: {machine['cpu_model']}, torch's CPU kernels built for {machine['cpu_isa']} "
+        "(torch.backends.cpu.get_cpu_capability())",
         f"batches: {data['description']}; TokenBatchSampler batch_tokens={data['batch_tokens']}: "
         f"{data['batches_per_epoch']} batches/epoch, {data['mean_sentences_per_batch']:.0f} sentences and "
         f"{data['mean_target_tokens_per_batch']:.0f} target tokens per batch on average",
