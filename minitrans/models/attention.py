@@ -111,8 +111,12 @@ class MultiHeadAttention(nn.Module):
 
     def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention: x (B, L, D) -> q, k (B, H, L, Dk), v (B, H, L, Dv)."""
+        return self.split_qkv(self.qkv_proj(x))
+
+    def split_qkv(self, qkv: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The fused projection's output (B, L, 2·H·Dk + H·Dv) -> q, k (B, H, L, Dk), v (B, H, L, Dv)."""
         qk_width = self.num_heads * self.d_k
-        q, k, v = self.qkv_proj(x).split([qk_width, qk_width, self.num_heads * self.d_v], dim=-1)
+        q, k, v = qkv.split([qk_width, qk_width, self.num_heads * self.d_v], dim=-1)
         return self._split_heads(q, self.d_k), self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
 
     def project_q(self, x: Tensor) -> Tensor:
@@ -133,6 +137,19 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Heads in, model width out: (B, H, Lq, Dk) ... -> (B, Lq, D), weights (B, H, Lq, Lk)."""
+        out, weights = self.attend_heads(q, k, v, mask, is_causal, need_weights)
+        return self.out_proj(out), weights  # (B, Lq, D)
+
+    def attend_heads(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        is_causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """:meth:`attend` before the output projection: the heads side by side, (B, Lq, H·Dv)."""
         dropout_p = self.dropout if self.training else 0.0
         # PyTorch's fused CPU kernels have no dropout: with dropout it falls back to an unfused
         # path slower than the one written out here (docs/performance.md).
@@ -142,8 +159,7 @@ class MultiHeadAttention(nn.Module):
         else:
             out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal, dropout_p, need_weights)
         batch, _, length, _ = out.shape
-        out = out.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v)  # (B, Lq, H·Dv)
-        return self.out_proj(out), weights  # (B, Lq, D)
+        return out.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v), weights  # (B, Lq, H·Dv)
 
     def forward(
         self,
