@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from minitrans.core.config import TransformerConfig
 from minitrans.models.attention import Dropout, MultiHeadAttention
+from minitrans.models.packed_tokens import PackedTokens
 from minitrans.models.transformer import SinusoidalPositions, Transformer
 
 PAD = 0
@@ -330,3 +331,24 @@ def test_an_unpadded_batch_is_encoded_without_a_mask():
     src = torch.randint(4, 40, (2, 6))
     src[0, -1] = PAD
     assert model.encode(src)[0]["src_mask"].tolist() == [[[[True] * 5 + [False]]], [[[True] * 6]]]
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_the_encoder_on_real_tokens_only_computes_what_the_padded_one_does(norm_first, monkeypatch):
+    """Packing the source's real tokens (packed_tokens.py) is speed only: the same logits and
+    gradients as running the layers over the padding, in training mode; zeros at padding."""
+    model = tiny(norm_first).train()  # dropout 0: both runs compute one function
+    src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
+    src[0, 4:], src[2, 6:] = PAD, PAD
+
+    def logits_and_gradients():
+        model.zero_grad()
+        logits = model(src, tgt)
+        logits.square().sum().backward()
+        return logits.detach(), [p.grad.clone() for p in model.parameters()]
+
+    packed = logits_and_gradients()
+    assert model.encode(src)[0]["memory"][0, 4:].eq(0).all()  # the packed path ran
+    monkeypatch.setattr(PackedTokens, "is_worth_it", staticmethod(lambda *args: False))
+    assert model.encode(src)[0]["memory"][0, 4:].ne(0).any()  # the padded path ran
+    torch.testing.assert_close(packed, logits_and_gradients())

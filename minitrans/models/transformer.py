@@ -17,6 +17,7 @@ from minitrans.core.config import TransformerConfig
 from minitrans.models.attention import MultiHeadAttention, make_padding_mask
 from minitrans.models.fast_dropout import Dropout, dropout_add, relu_dropout
 from minitrans.models.interface import AttentionMaps, Seq2SeqModel, State
+from minitrans.models.packed_tokens import PackedTokens
 
 
 class SinusoidalPositions(nn.Module):
@@ -73,8 +74,15 @@ class EncoderLayer(nn.Module):
         self.attn_block = Residual(d_model, dropout, norm_first)
         self.ff_block = Residual(d_model, dropout, norm_first)
 
-    def forward(self, x: Tensor, src_mask: Tensor, need_weights: bool = False):
-        x, weights = self.attn_block(x, lambda h: self.self_attn(h, mask=src_mask, need_weights=need_weights))
+    def forward(self, x: Tensor, src_mask: Tensor, need_weights: bool = False, packed: PackedTokens | None = None):
+        """x (B, S, D), or (N, D) real tokens only when ``packed`` says where they sit (speed only)."""
+
+        def self_attention(h):
+            if packed is not None:
+                return packed.self_attention(self.self_attn, h, src_mask), None
+            return self.self_attn(h, mask=src_mask, need_weights=need_weights)
+
+        x, weights = self.attn_block(x, self_attention)
         x, _ = self.ff_block(x, lambda h: (self.feed_forward(h), None))
         return x, weights  # (B, S, D), (B, H, S, S)
 
@@ -189,11 +197,16 @@ class Transformer(Seq2SeqModel):
         if not torch.compiler.is_compiling() and bool(src_mask.all()):  # compiled graphs keep the mask
             src_mask = None
         x = self._embed(self.src_embed, src)  # (B, S, D)
+        # The layers' position-wise work on real tokens only (packed_tokens.py): the same function.
+        packed = PackedTokens(src != self.pad_id) if PackedTokens.is_worth_it(src_mask, need_weights) else None
+        if packed is not None:
+            x = packed.pack(x)  # (N, D)
         maps = []
         for layer in self.encoder_layers:
-            x, weights = layer(x, src_mask, need_weights)
+            x, weights = layer(x, src_mask, need_weights, packed)
             maps.append(weights)
-        enc = {"memory": self.encoder_norm(x), "src_mask": src_mask}
+        memory = self.encoder_norm(x)
+        enc = {"memory": memory if packed is None else packed.unpack(memory), "src_mask": src_mask}  # (B, S, D)
         return enc, ({"enc_self": maps} if need_weights else {})
 
     def decode(self, enc: State, tgt_in: Tensor, need_weights: bool = False) -> tuple[Tensor, AttentionMaps]:
