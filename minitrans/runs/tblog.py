@@ -67,6 +67,8 @@ SCALARS_LAYOUT = {
     "training": {
         "learning rate": ["Multiline", [r"train/lr$"]],
         "target tokens per second": ["Multiline", [r"train/tokens_per_second$"]],
+        "target tokens per CPU-second": ["Multiline", [r"train/tokens_per_cpu_second$"]],
+        "resident memory, MiB": ["Multiline", [r"train/rss_mib$"]],
     },
 }
 

@@ -43,6 +43,7 @@ from minitrans.runs.summary import RunSummary
 from minitrans.runs.tblog import log_hparams, log_layout
 from minitrans.training import distributed
 from minitrans.training.progress import TrainingProgress
+from minitrans.training.resources import ResourceLog
 from minitrans.training.resume import resume_checkpoint
 from minitrans.training.run_data import prepare_training_data
 from minitrans.training.schedule import make_scheduler
@@ -88,6 +89,7 @@ class Trainer:
         self._build_training(payload, resume_path)
         self.writer: SummaryWriter | None = None
         self.window_tokens, self.window_seconds = 0, 0.0  # throughput since the last log line
+        self.resources = ResourceLog()  # CPU time and memory beside the throughput
         # called with the state after every optimizer step; trainer.crash_at_step installs the
         # testing aid here, so the loop itself knows nothing of it
         self.step_hooks: list[Callable[[TrainState], None]] = []
@@ -169,6 +171,7 @@ class Trainer:
                     is_eval = finished or (loss is not None and state.step % tcfg.eval_every == 0)
                     if is_eval or (loss is not None and state.step % checkpoint_every == 0):
                         self._evaluate_and_checkpoint(is_eval)
+                        self.resources.after_evaluation()
                     if loss is not None:
                         for hook in self.step_hooks:
                             hook(state)
@@ -261,6 +264,7 @@ class Trainer:
         if self.writer is None or state.step % tcfg.log_every:
             return
         rate = self.window_tokens / max(self.window_seconds, 1e-9)  # target tokens per training second
+        self.resources.log(self.writer, self.window_tokens, state.step)
         self.window_tokens, self.window_seconds = 0, 0.0
         progress.show(state.step, loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", epoch=state.epoch)
         self.writer.add_scalar("train/loss_label_smoothed", loss, state.step)
