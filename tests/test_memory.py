@@ -1,4 +1,5 @@
-"""The memory helpers: the resident set is read where the system tells it."""
+"""The memory helpers: the resident set is read where the system tells it, and giving free heap
+pages back is glibc's malloc_trim where there is one and a no-op elsewhere."""
 
 from __future__ import annotations
 
@@ -7,6 +8,13 @@ import sys
 import pytest
 
 from minitrans.core import memory
+
+
+@pytest.fixture
+def fresh_lookup():
+    memory._malloc_trim.cache_clear()
+    yield
+    memory._malloc_trim.cache_clear()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -24,3 +32,28 @@ def test_no_proc_means_no_figure(monkeypatch):
 
     monkeypatch.setattr("builtins.open", missing)
     assert memory.resident_mib() is None
+
+
+def test_release_is_a_no_op_without_glibc(monkeypatch, fresh_lookup):
+    monkeypatch.setattr(memory.sys, "platform", "darwin")
+    assert memory.release_free_memory() is False
+
+
+@pytest.mark.skipif(memory._malloc_trim() is None, reason="not glibc")
+def test_release_gives_freed_heap_pages_back(fresh_lookup):
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    # many blocks under the mmap threshold, written, then freed: they stay in malloc's heap
+    blocks = [libc.malloc(64 * 1024) for _ in range(2000)]
+    for block in blocks:
+        ctypes.memset(block, 1, 64 * 1024)
+    kept = blocks[-1]  # keeps the heap's top in use, so free() alone cannot shrink it
+    for block in blocks[:-1]:
+        libc.free(block)
+    held = memory.resident_mib()
+    assert memory.release_free_memory() is True
+    assert held - memory.resident_mib() > 64
+    libc.free(kept)
