@@ -4,8 +4,8 @@
 
 Prints a Markdown table: for each window of wall-clock minutes since the first logged step,
 the steps it holds, the mean of the training rates logged in it (target tokens per second of
-training, validation excluded) and the resident set last logged in it (``train/rss_mib``; "-"
-for a run from before the trainer logged it). A run whose steps slow down, or whose memory
+training and per CPU-second of the process, validation excluded) and the resident set last
+logged in it (``train/rss_mib``; "-" for a run from before the trainer logged it). A run whose steps slow down, or whose memory
 grows, shows it row by row. Works on a run still training.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="throughput.py", description="A run's tokens/s and resident memory per N minutes."
+        prog="throughput.py", description="A run's tokens/s, tokens per CPU-second and resident memory per N minutes."
     )
     parser.add_argument("run", help="the run folder (its events.out.tfevents.* file)")
     parser.add_argument("--every", type=float, default=5.0, help="minutes per row (default: 5)")

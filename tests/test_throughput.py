@@ -8,17 +8,19 @@ from pathlib import Path
 
 from torch.utils.tensorboard import SummaryWriter
 
-from minitrans.runs.throughput import RSS_TAG, TOKENS_TAG, format_windows, throughput_windows
+from minitrans.runs.throughput import CPU_TAG, RSS_TAG, TOKENS_TAG, format_windows, throughput_windows
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def write_run(folder: Path, points: list[tuple[int, float, float, float | None]]) -> None:
-    """(step, seconds since the start, tokens/s, RSS MiB or None) events."""
+    """(step, seconds since the start, tokens/s, RSS MiB or None) events; with an RSS, a
+    tokens/CPU-s of twice the rate."""
     writer = SummaryWriter(log_dir=str(folder))
     for step, seconds, rate, rss in points:
         writer.add_scalar(TOKENS_TAG, rate, step, walltime=1000.0 + seconds)
         if rss is not None:
+            writer.add_scalar(CPU_TAG, 2 * rate, step, walltime=1000.0 + seconds)
             writer.add_scalar(RSS_TAG, rss, step, walltime=1000.0 + seconds)
     writer.close()
 
@@ -35,15 +37,16 @@ def test_windows_hold_the_mean_rate_and_the_last_resident_set(tmp_path):
         (15, 250, 250),
     ]
     assert [w.tokens_per_second for w in windows] == [3900, 3100, 10]
+    assert [w.tokens_per_cpu_second for w in windows] == [7800, 6200, 20]
     assert [w.rss_mib for w in windows] == [1000, 1400, 0]
     table = format_windows(windows, 5)
-    assert "| 0-5 | 50-100 | 3,900 | 1,000 |" in table and "| 5-10 | 150-200 | 3,100 | 1,400 |" in table
+    assert "| 0-5 | 50-100 | 3,900 | 7,800 | 1,000 |" in table and "| 5-10 | 150-200 | 3,100 | 6,200 | 1,400 |" in table
 
 
 def test_a_run_without_resident_sets_shows_dashes_and_an_empty_run_no_rows(tmp_path):
     write_run(tmp_path / "old", [(50, 0, 4000, None)])
     (window,) = throughput_windows(tmp_path / "old")
-    assert window.rss_mib is None and format_windows([window], 5).endswith("| 4,000 | - |")
+    assert window.rss_mib is None and format_windows([window], 5).endswith("| 4,000 | - | - |")
     (tmp_path / "empty").mkdir()
     assert throughput_windows(tmp_path / "empty") == []
 
@@ -54,5 +57,5 @@ def test_the_script_prints_the_table(tmp_path, capsys):
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     assert script.main([str(tmp_path), "--every", "2"]) == 0
-    assert "| 0-2 | 50-50 | 4,000 | 900 |" in capsys.readouterr().out
+    assert "| 0-2 | 50-50 | 4,000 | 8,000 | 900 |" in capsys.readouterr().out
     assert script.main([str(tmp_path / "nothing")]) == 1
