@@ -10,7 +10,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from torch.utils.tensorboard import SummaryWriter
 
-from minitrans.training.resources import ResourceLog
+from minitrans.training.resources import ThroughputLog
 
 
 def busy(seconds: float) -> None:
@@ -26,15 +26,17 @@ def read(folder) -> dict[str, list]:
 
 
 def test_the_rate_counts_cpu_time_since_the_last_point_and_not_sleep_or_evaluation(tmp_path):
-    resources = ResourceLog()
+    throughput = ThroughputLog()
     with SummaryWriter(str(tmp_path)) as writer:
         busy(0.2)
         time.sleep(0.3)  # waiting for a core costs wall-clock time, not CPU time
-        resources.log(writer, 1000, step=50)
+        throughput.add(1000, 0.5)
+        assert throughput.log(writer, step=50) == pytest.approx(2000)  # per wall-clock second of the steps
         busy(0.5)  # a validation
-        resources.after_evaluation()
+        throughput.after_evaluation()
         busy(0.1)
-        resources.log(writer, 1000, step=100)
+        throughput.add(1000, 0.1)
+        throughput.log(writer, step=100)
     scalars = read(tmp_path)
     first, second = (point.value for point in scalars["train/tokens_per_cpu_second"])
     assert 1000 / 0.3 < first < 1000 / 0.19

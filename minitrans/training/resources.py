@@ -4,7 +4,7 @@
 machine it falls whenever another job takes a core, and a run that really slows down cannot be
 told from a busy neighbour. ``train/tokens_per_cpu_second`` divides by the CPU time this process
 used over the same steps, which other jobs do not change; ``train/rss_mib`` is its resident set.
-Both are logged at every ``log_every`` step, beside the rate. Validation's CPU time is left out
+All three are logged at every ``log_every`` step. Validation's CPU time is left out
 (:meth:`ResourceLog.after_evaluation`), as its wall-clock time is left out of the rate.
 """
 
@@ -17,20 +17,30 @@ from torch.utils.tensorboard import SummaryWriter
 from minitrans.core.memory import release_free_memory, resident_mib
 
 
-class ResourceLog:
-    """``log`` at each logging step with the target tokens trained since the last one;
+class ThroughputLog:
+    """``add`` after each training step with its target tokens and seconds; ``log`` at each
+    logging step (writes the rate, the CPU rate and the resident set; returns the rate);
     ``after_evaluation`` once a validation and its checkpoints are done."""
 
     def __init__(self) -> None:
+        self.tokens, self.seconds = 0, 0.0  # since the last logged point
         self._cpu_seconds = time.process_time()
 
-    def log(self, writer: SummaryWriter, tokens: int, step: int) -> None:
+    def add(self, tokens: int, seconds: float) -> None:
+        self.tokens += tokens
+        self.seconds += seconds
+
+    def log(self, writer: SummaryWriter, step: int) -> float:
+        rate = self.tokens / max(self.seconds, 1e-9)  # target tokens per training second
         now = time.process_time()
         cpu_seconds, self._cpu_seconds = now - self._cpu_seconds, now
-        writer.add_scalar("train/tokens_per_cpu_second", tokens / max(cpu_seconds, 1e-9), step)
+        writer.add_scalar("train/tokens_per_second", rate, step)
+        writer.add_scalar("train/tokens_per_cpu_second", self.tokens / max(cpu_seconds, 1e-9), step)
         rss = resident_mib()
         if rss is not None:
             writer.add_scalar("train/rss_mib", rss, step)
+        self.tokens, self.seconds = 0, 0.0
+        return rate
 
     def after_evaluation(self) -> None:
         """Give the C heap's free pages back (validation's decoding leaves the most behind), then
@@ -39,4 +49,4 @@ class ResourceLog:
         self._cpu_seconds = time.process_time()
 
 
-__all__ = ["ResourceLog"]
+__all__ = ["ThroughputLog"]

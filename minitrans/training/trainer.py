@@ -43,7 +43,7 @@ from minitrans.runs.summary import RunSummary
 from minitrans.runs.tblog import log_hparams, log_layout
 from minitrans.training import distributed
 from minitrans.training.progress import TrainingProgress
-from minitrans.training.resources import ResourceLog
+from minitrans.training.resources import ThroughputLog
 from minitrans.training.resume import resume_checkpoint
 from minitrans.training.run_data import prepare_training_data
 from minitrans.training.schedule import make_scheduler
@@ -88,8 +88,7 @@ class Trainer:
         self.state = TrainState()  # before the schedule, which may read its training seconds
         self._build_training(payload, resume_path)
         self.writer: SummaryWriter | None = None
-        self.window_tokens, self.window_seconds = 0, 0.0  # throughput since the last log line
-        self.resources = ResourceLog()  # CPU time and memory beside the throughput
+        self.throughput = ThroughputLog()  # tokens/s, CPU time and memory since the last log line
         # called with the state after every optimizer step; trainer.crash_at_step installs the
         # testing aid here, so the loop itself knows nothing of it
         self.step_hooks: list[Callable[[TrainState], None]] = []
@@ -171,7 +170,7 @@ class Trainer:
                     is_eval = finished or (loss is not None and state.step % tcfg.eval_every == 0)
                     if is_eval or (loss is not None and state.step % checkpoint_every == 0):
                         self._evaluate_and_checkpoint(is_eval)
-                        self.resources.after_evaluation()
+                        self.throughput.after_evaluation()
                     if loss is not None:
                         for hook in self.step_hooks:
                             hook(state)
@@ -207,7 +206,6 @@ class Trainer:
         shard, weight = distributed.shard(indices, self.dist)
         batch = collate([self.src_ids[i] for i in shard], [self.tgt_ids[i] for i in shard]).to(self.device)
         global_tokens = sum(len(self.tgt_ids[i]) + 1 for i in indices)
-        self.window_tokens += global_tokens  # for the tokens/s shown and logged
         # this rank's summed loss over the global batch's token count; DDP averages gradients
         # over ranks, so * world makes the update the gradient of the global mean loss
         mean_loss = train_step(
@@ -223,7 +221,7 @@ class Trainer:
         loss = None if mean_loss is None else mean_loss.item()
         state.batch_in_epoch += 1
         state.train_seconds += self.clock() - started
-        self.window_seconds += self.clock() - started
+        self.throughput.add(global_tokens, self.clock() - started)  # for the tokens/s shown and logged
         if loss is None:
             state.bad_steps += 1
             state.skipped_steps += 1
@@ -263,12 +261,9 @@ class Trainer:
         state, tcfg = self.state, self.cfg.trainer
         if self.writer is None or state.step % tcfg.log_every:
             return
-        rate = self.window_tokens / max(self.window_seconds, 1e-9)  # target tokens per training second
-        self.resources.log(self.writer, self.window_tokens, state.step)
-        self.window_tokens, self.window_seconds = 0, 0.0
+        rate = self.throughput.log(self.writer, state.step)
         progress.show(state.step, loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", epoch=state.epoch)
         self.writer.add_scalar("train/loss_label_smoothed", loss, state.step)
-        self.writer.add_scalar("train/tokens_per_second", rate, state.step)
         self.writer.add_scalar("train/lr", self.scheduler.get_last_lr()[0], state.step)
         self.writer.add_scalar("train/epoch", state.epoch, state.step)
 
