@@ -300,6 +300,7 @@ TINY_RUN = [
     "trainer.eval_every=10",
     "trainer.eval_sentences=4",
     "trainer.num_threads=1",
+    "trainer.processes=1",  # a model this small: one process (tests/test_launch.py trains two)
     "trainer.progress=false",
 ]
 

@@ -49,6 +49,7 @@ TINY = {
     "trainer.warmup_steps": 1,
     "trainer.progress": "false",
     "trainer.num_threads": 1,
+    "trainer.processes": 1,  # a model this small: one process per job (tests/test_launch.py trains two)
 }
 
 
