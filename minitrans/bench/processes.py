@@ -18,11 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import torch
+
+from minitrans.bench.measure import cpu_isa, device_name
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,17 +49,6 @@ class Layout:
     @property
     def name(self) -> str:
         return f"{self.processes}x{self.threads}"
-
-
-def cpu_model() -> str:
-    """The CPU's model name as lscpu prints it (``/proc/cpuinfo``), or the platform's guess."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def validations(run: Path) -> list[tuple[int, float]]:
@@ -115,7 +107,9 @@ def main(argv: list[str] | None = None) -> None:
         results[layout.name] = train(layout, args.steps, args.eval_every, args.out / layout.name, args.overrides)
     target = min(max(value for _, value in result["valid"]) for result in results.values())
     baseline = results[args.layouts[0].name]
-    print(f"\nCPU: {cpu_model()}; {os.cpu_count()} logical CPUs; load average {os.getloadavg()[0]:.2f} (1 min)")
+    print(
+        f"\nCPU: {device_name(torch.device('cpu'))} ({cpu_isa()}); {os.cpu_count()} logical CPUs; load average {os.getloadavg()[0]:.2f} (1 min)"
+    )
     print(f"{args.steps} steps of the default run, validation every {args.eval_every}; target BLEU {target:.2f}")
     print(f"{'processes x threads':>20} {'steps/s':>8} {'x':>6} {'valid BLEU':>10} {'s to target':>12}")
     for name, result in results.items():
