@@ -17,11 +17,13 @@ from minitrans.runs.viz import (
     CARD_MAX_LABELS,
     MODEL_COLORS,
     attention_card,
+    attention_card_images,
     attention_cards,
     figure_to_array,
     model_color,
     save_attention_png,
 )
+from minitrans.runs.viz import _card_font, _card_title
 
 SRC = ["▁Ein", "▁Mann", "▁fähr", "t", "▁Rad", ".", "</s>"]
 TGT_IN = ["<s>", "▁A", "▁man", "▁ride", "s", "▁a", "▁bike", "."]
@@ -65,6 +67,34 @@ def test_one_card_per_kind_layer_and_head_with_the_axes_of_each_kind():
         assert len(panel.get_yticks()) <= len(rows) and len(panel.get_xticks()) <= len(cols)
         assert f"layer {key.split('/')[1][-1]}/2" in fig._suptitle.get_text()
     assert attention_cards({}, SRC, TGT_IN, TGT_OUT) == {}
+
+
+@pytest.mark.parametrize("length", [7, 45])  # 45 tokens: every 3rd labelled, a smaller font
+def test_card_images_are_the_cards_drawn_pixel_for_pixel(length):
+    """The fast path (the frame drawn once per kind, each head blitted onto it) against the
+    plain one (a figure per card, drawn whole): every pixel equal, for short and long sentences
+    and for titles that wrap differently (head 9 of 12 against head 10 of 12)."""
+    src = [f"▁w{i}" for i in range(length - 1)] + ["</s>"]
+    tgt_in = ["<s>", *(f"▁v{i}" for i in range(length - 2))]
+    tgt_out = [*tgt_in[1:], "</s>"]
+    attention = {
+        "enc_self": [random_maps(2, len(src), len(src), seed) for seed in range(2)],
+        "cross": [random_maps(12, len(tgt_out), len(src), 7)],
+    }
+    font = _card_font(tgt_out, src)  # a prefix that puts "head 9/12" on one line, "head 10/12" on two
+    prefix = next(
+        p
+        for p in ("x" * n + " · " for n in range(1, 40))
+        if "\n" not in _card_title(p + "cross · layer 1/1 · head 9/12", font)
+        and "\n" in _card_title(p + "cross · layer 1/1 · head 10/12", font)
+    )
+    images = attention_card_images(attention, src, tgt_in, tgt_out, prefix)
+    cards = attention_cards(attention, src, tgt_in, tgt_out, prefix)
+    assert list(images) == list(cards)
+    for key, fig in cards.items():
+        expected = figure_to_array(fig)
+        assert images[key].shape == expected.shape and (images[key] == expected).all(), key
+    assert attention_card_images({}, src, tgt_in, tgt_out) == {}
 
 
 def test_save_png_puts_every_layer_and_head_of_cross_attention_in_one_file(tmp_path):

@@ -39,7 +39,7 @@ from minitrans.inference.translator import sentence_tokens
 from minitrans.runs.alignment import AlignmentReport, GoldAlignment, gold_cells
 from minitrans.runs.heads import heads_heatmap
 from minitrans.runs.summary import RunSummary
-from minitrans.runs.viz import attention_card, attention_cards, figure_to_array
+from minitrans.runs.viz import attention_card, attention_card_images, figure_to_array
 
 NO_ATTENTION = (
     "this model has no attention: one context vector C for every target word "
@@ -136,9 +136,9 @@ def log_attention(
     if not maps:
         return False
     src_tokens, tgt_in_tokens, tgt_out_tokens = sentence_tokens(tokenizer, src_ids, hyp_ids)
-    for key, fig in attention_cards(maps, src_tokens, tgt_in_tokens, tgt_out_tokens, title_prefix).items():
+    for key, image in attention_card_images(maps, src_tokens, tgt_in_tokens, tgt_out_tokens, title_prefix).items():
         kind, rest = key.split("/", 1)
-        writer.add_image(f"attention_{kind}/sample{sample}/{rest}", figure_to_array(fig), step, dataformats="HWC")
+        writer.add_image(f"attention_{kind}/sample{sample}/{rest}", image, step, dataformats="HWC")
     return True
 
 
