@@ -16,6 +16,8 @@ from minitrans.runs.viz import (
     CARD_INCHES,
     CARD_MAX_LABELS,
     MODEL_COLORS,
+    _card_font,
+    _card_title,
     attention_card,
     attention_card_images,
     attention_cards,
@@ -23,7 +25,6 @@ from minitrans.runs.viz import (
     model_color,
     save_attention_png,
 )
-from minitrans.runs.viz import _card_font, _card_title
 
 SRC = ["▁Ein", "▁Mann", "▁fähr", "t", "▁Rad", ".", "</s>"]
 TGT_IN = ["<s>", "▁A", "▁man", "▁ride", "s", "▁a", "▁bike", "."]
