@@ -6,7 +6,13 @@ import torch
 from minitrans.core.config import TransformerConfig
 from minitrans.data.batching import collate
 from minitrans.models.build import VocabSizes, build_model
-from minitrans.training.step import autocast_dtype_for, load_optimizer_state, make_optimizer, train_step
+from minitrans.training.step import (
+    autocast_dtype_for,
+    cpu_has_native_bf16,
+    load_optimizer_state,
+    make_optimizer,
+    train_step,
+)
 
 VOCAB = 40
 
@@ -58,6 +64,20 @@ def test_precision_policy():
     assert autocast_dtype_for("bf16", cpu) is torch.bfloat16
     with pytest.raises(ValueError, match="precision"):
         autocast_dtype_for("fp16", cpu)
+
+
+@pytest.mark.parametrize(
+    ("avx512_bf16", "amx", "expected"),
+    [(False, False, None), (True, False, torch.bfloat16), (False, True, torch.bfloat16)],
+)
+def test_native_precision_is_bf16_only_on_a_cpu_that_computes_it(monkeypatch, avx512_bf16, amx, expected):
+    """``native``: bfloat16 on a CPU with AVX512-BF16 or AMX tiles, float32 where it would be
+    emulated (an AVX2 CPU); ``auto`` stays float32 on every CPU."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert cpu_has_native_bf16() is (expected is not None)
+    assert autocast_dtype_for("native", torch.device("cpu")) is expected
+    assert autocast_dtype_for("auto", torch.device("cpu")) is None
 
 
 def test_adam_runs_its_fused_kernel_and_a_loaded_state_keeps_it():

@@ -27,7 +27,7 @@ from minitrans.core.config_help import knob
 from minitrans.core.decoding_options import DecodingOptions, check_decoding
 
 SCHEDULES = ("inverse_sqrt", "linear", "cosine")  # trainer.schedule; minitrans.training.schedule implements them
-PRECISIONS = ("auto", "fp32", "bf16")  # trainer.precision; see minitrans.training.step.autocast_dtype_for
+PRECISIONS = ("auto", "native", "fp32", "bf16")  # trainer.precision; see minitrans.training.step.autocast_dtype_for
 DEVICES = ("auto", "cpu", "cuda", "mps")  # trainer.device and the scripts' --device; see core.utils.pick_device
 
 
@@ -243,7 +243,9 @@ class TrainerConfig:
     )
     compile: bool = knob(False, "torch.compile the model")
     precision: str = knob(
-        "auto", "auto | fp32 | bf16: bf16 autocast with float32 weights; auto = bf16 on CUDA, else fp32"
+        "auto",
+        "auto | native | fp32 | bf16: bf16 autocast with float32 weights; auto = bf16 on CUDA, else fp32;"
+        " native = bf16 also on a CPU with AVX512-BF16 or AMX",
     )
     max_bad_steps: int = knob(10, "consecutive non-finite steps before training stops")
     resume: bool = knob(True, "continue from the run folder's checkpoints/last.pt if there is one")

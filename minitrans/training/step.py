@@ -32,18 +32,30 @@ FUSED_ADAM_DEVICES = ("cpu", "cuda")  # where torch.optim.Adam(fused=True) has a
 def autocast_dtype_for(precision: str, device: torch.device) -> torch.dtype | None:
     """``trainer.precision`` on ``device``: None (float32 throughout) or ``torch.bfloat16``.
 
-    ``auto`` is bfloat16 on CUDA GPUs that support it and float32 elsewhere. On the CPU bfloat16
-    is asked for by name: on this project's CPU (which has AMX bfloat16 units) it made the small
-    benchmark model's step 1.48x faster but the default model's 0.99x (too small for the
-    matrix units to pay for the casts), and CPUs without AMX emulate it slowly
-    (docs/performance.md)."""
+    ``auto`` is bfloat16 on CUDA GPUs that support it and float32 elsewhere. ``native`` is
+    bfloat16 wherever the hardware computes it natively: such a CUDA GPU, or a CPU with
+    AVX512-BF16 or AMX; float32 elsewhere, where bfloat16 is emulated slowly. On the CPU it pays
+    for models large enough for the matrix products to dominate: the Multi30k model's step
+    (d_model 256) ran 2.2x faster in bfloat16 on an AMD EPYC with AVX512-BF16 and 1.48x on an
+    Intel CPU with AMX, the default model's (d_model 128) 0.63x and 0.99x (the casts cost more
+    than they save; docs/performance.md), so ``auto`` leaves the CPU in float32."""
     if precision == "fp32":
         return None
     if precision == "bf16":
         return torch.bfloat16
-    if precision != "auto":
+    if precision not in ("auto", "native"):
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else None
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
+    if precision == "native" and device.type == "cpu" and cpu_has_native_bf16():
+        return torch.bfloat16
+    return None
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices in hardware (AVX512-BF16 or AMX tiles)."""
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    return any(probe() for probe in probes if probe is not None)
 
 
 def enable_tf32(device: torch.device) -> None:
