@@ -328,7 +328,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--precision",
         choices=PRECISIONS,
         default="auto",
-        help="as trainer.precision: auto (bf16 autocast on CUDA, else fp32), fp32 or bf16, for both models",
+        help="as trainer.precision: auto (bf16 autocast on CUDA, else fp32), native (bf16 also on a CPU with"
+        " AVX512-BF16 or AMX), fp32 or bf16, for both models",
     )
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda | mps (default auto)")
     parser.add_argument("--cache-dir", default="~/.cache/minitrans", help="where the Multi30k tokenizer is cached")
