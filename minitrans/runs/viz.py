@@ -224,16 +224,13 @@ def _card_title(title: str, font: float) -> str:
     return "\n".join(lines[:2])
 
 
-def _card_titles(attention: dict[str, list[torch.Tensor]], title_prefix: str):
-    """``(key, kind, layer, head, title)`` of every card, in :func:`attention_cards`' order."""
+def _kind_cards(kind: str, layers: list[torch.Tensor], title_prefix: str):
+    """``(key, weights, title)`` of every card of one kind, layer by layer, head by head."""
     short = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
-    for kind, layers in attention.items():
-        for index, maps in enumerate(layers, start=1):
-            for head in range(maps.shape[0]):
-                title = (
-                    f"{title_prefix}{short.get(kind, kind)} · layer {index}/{len(layers)} · head {head + 1}/{len(maps)}"
-                )
-                yield f"{kind}/layer{index}/head{head + 1}", kind, index - 1, head, title
+    for index, maps in enumerate(layers, start=1):
+        for head in range(maps.shape[0]):
+            title = f"{title_prefix}{short.get(kind, kind)} · layer {index}/{len(layers)} · head {head + 1}/{len(maps)}"
+            yield f"{kind}/layer{index}/head{head + 1}", maps[head], title
 
 
 def attention_cards(
@@ -246,9 +243,10 @@ def attention_cards(
     """One card per kind, layer and head, keyed ``"cross/layer1/head1"`` … (counting from 1);
     a model without attention gives ``{}``."""
     cards = {}
-    for key, kind, layer, head, title in _card_titles(attention, title_prefix):
+    for kind, layers in attention.items():
         rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
-        cards[key] = attention_card(attention[kind][layer][head], rows, cols, title)
+        for key, weights, title in _kind_cards(kind, layers, title_prefix):
+            cards[key] = attention_card(weights, rows, cols, title)
     return cards
 
 
@@ -268,10 +266,13 @@ def attention_card_images(
     draws dozens of cards: this keeps them off the training's critical path.
     """
     images = {}
-    for kind in attention:
+    for kind, layers in attention.items():
         rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
-        cards = [card for card in _card_titles(attention, title_prefix) if card[1] == kind]
-        fig = attention_card(attention[kind][0][0], rows, cols, cards[0][4])
+        cards = list(_kind_cards(kind, layers, title_prefix))
+        if not cards:
+            continue
+        _, first_weights, first_title = cards[0]
+        fig = attention_card(first_weights, rows, cols, first_title)
         canvas, (ax, *_) = fig.canvas, fig.axes
         (image,) = ax.images
         title = fig._suptitle  # suptitle's own artist: set_text keeps its font and place
@@ -283,9 +284,9 @@ def attention_card_images(
         for artist in (*changing, title):
             artist.set_visible(True)
         renderer, font = canvas.get_renderer(), _card_font(rows, cols)
-        lines = _card_title(cards[0][4], font).count("\n")
-        for key, _, layer, head, text in cards:
-            weights, wrapped = attention[kind][layer][head], _card_title(text, font)
+        lines = _card_title(first_title, font).count("\n")
+        for key, weights, text in cards:
+            wrapped = _card_title(text, font)
             if wrapped.count("\n") != lines:  # a title of another height moves the map: a card of its own
                 images[key] = figure_to_array(attention_card(weights, rows, cols, text))
                 continue
