@@ -10,10 +10,10 @@ from minitrans.models.transformer import Transformer
 from minitrans.runs.head_roles import (
     ROLE_THRESHOLDS,
     linked_share,
+    measure_self_attention_roles,
     name_roles,
     next_token_share,
     previous_token_share,
-    self_attention_roles,
 )
 
 L = 6
@@ -73,16 +73,13 @@ def test_a_role_is_named_at_its_stated_threshold():
     assert name_roles({"previous": 0.49}, aer=0.9) == []
 
 
-def test_roles_of_a_real_models_maps_are_shares():
+def test_roles_of_a_real_model_are_shares_and_batching_does_not_change_them():
     torch.manual_seed(0)
     cfg = TransformerConfig(d_model=16, num_heads=4, d_ff=32, num_encoder_layers=2, num_decoder_layers=1)
     model = Transformer(cfg, 30, 30, 0).eval()
-    src = torch.tensor([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
-    tgt_in = torch.tensor([[2, 11, 12, 13], [2, 14, 15, 0]])
-    with torch.no_grad():
-        enc, enc_maps = model.encode(src, need_weights=True)
-        _, dec_maps = model.decode(enc, tgt_in, need_weights=True)
-    roles = self_attention_roles({**enc_maps, **dec_maps}, {"enc_self": [5, 3], "dec_self": [4, 3]})
+    src_ids = [[5, 6, 7, 8, 3], [9, 10, 3], [11, 12, 13, 3]]
+    tgt_ids = [[11, 12, 13], [14, 15], [16]]
+    roles = measure_self_attention_roles(model, src_ids, tgt_ids)
     assert len(roles["enc_self"]) == 2 and len(roles["enc_self"][0]) == 4 and len(roles["dec_self"]) == 1
     for layers in roles.values():
         for layer in layers:
@@ -90,3 +87,8 @@ def test_roles_of_a_real_models_maps_are_shares():
                 assert 0.0 <= scores["previous"] <= 1.0 and 0.0 <= scores["next"] <= 1.0
     # The decoder's causal self-attention cannot look ahead.
     assert all(scores["next"] == 0.0 for scores in roles["dec_self"][0])
+    one_by_one = measure_self_attention_roles(model, src_ids, tgt_ids, batch_size=1)
+    for kind, layers in roles.items():
+        for layer, again in zip(layers, one_by_one[kind]):
+            for scores, other in zip(layer, again):
+                assert scores == pytest.approx(other, abs=1e-6)

@@ -25,6 +25,10 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import Tensor
 
+from minitrans.core.utils import eval_mode
+from minitrans.data.batching import collate
+from minitrans.models.interface import Seq2SeqModel
+
 # A score at or past its threshold names the role (AER: at or below).
 ROLE_THRESHOLDS = {"previous": 0.5, "next": 0.5, "subject": 0.5, "alignment_aer": 0.3}
 
@@ -35,20 +39,23 @@ def _lengths(weights: Tensor, lengths: Sequence[int] | Tensor | None) -> Tensor:
     return torch.as_tensor(lengths)
 
 
-def neighbour_share(weights: Tensor, offset: int, lengths: Sequence[int] | Tensor | None = None) -> Tensor:
-    """Mean weight of query i on key i + ``offset``, per head: (B, H, L, L) -> (H,).
-
-    Only the rows that have such a key within their sentence's real length count (``lengths``
-    (B,) real positions per sentence; None: all L). A uniform row of L keys gives 1/L."""
+def neighbour_sums(weights: Tensor, offset: int, lengths: Sequence[int] | Tensor | None = None) -> tuple[Tensor, int]:
+    """The weight of query i on key i + ``offset`` summed per head over the rows that have such
+    a key within their sentence's real length (``lengths`` (B,); None: all L), and the number
+    of those rows: (B, H, L, L) -> ((H,), rows). Sums add up over batches."""
     real = _lengths(weights, lengths)  # (B,)
     # Diagonal entry n is query n, key n + offset (offset >= 0) or query n - offset, key n.
     pairs = weights.diagonal(offset=offset, dim1=-2, dim2=-1)  # (B, H, L - |offset|)
     further = torch.arange(pairs.shape[-1]) + abs(offset)  # the later of the two positions
     valid = (further[None] < real[:, None]).to(weights.dtype)[:, None]  # (B, 1, L - |offset|)
-    rows = valid.sum()
-    if rows == 0:
-        return torch.zeros(weights.shape[1], dtype=weights.dtype)
-    return (pairs * valid).sum(dim=(0, 2)) / rows  # (H,)
+    return (pairs * valid).sum(dim=(0, 2)), int(valid.sum())  # (H,), rows
+
+
+def neighbour_share(weights: Tensor, offset: int, lengths: Sequence[int] | Tensor | None = None) -> Tensor:
+    """Mean weight of query i on key i + ``offset``, per head: (B, H, L, L) -> (H,); a uniform
+    row of L keys gives 1/L (see :func:`neighbour_sums` for which rows count)."""
+    sums, rows = neighbour_sums(weights, offset, lengths)
+    return sums / rows if rows else torch.zeros_like(sums)
 
 
 def previous_token_share(weights: Tensor, lengths: Sequence[int] | Tensor | None = None) -> Tensor:
@@ -85,22 +92,46 @@ def name_roles(scores: dict[str, float], aer: float | None = None) -> list[str]:
 
 
 @torch.no_grad()
-def self_attention_roles(maps: dict[str, list[Tensor]], lengths: dict[str, Sequence[int]]) -> dict:
-    """{kind: [layer][head] {"previous": share, "next": share}} for the self-attention kinds of
-    a model's maps (``enc_self`` and ``dec_self``, each (B, H, L, L) per layer); ``lengths``
-    gives each kind's real positions per sentence."""
-    out = {}
-    for kind in ("enc_self", "dec_self"):
-        if not maps.get(kind):
-            continue
-        out[kind] = [
+def measure_self_attention_roles(
+    model: Seq2SeqModel,
+    src_ids: Sequence[Sequence[int]],
+    tgt_ids: Sequence[Sequence[int]],
+    device: torch.device | str = "cpu",
+    batch_size: int = 32,
+) -> dict[str, list[list[dict[str, float]]]]:
+    """Teacher-force each pair (source ids end in EOS, target ids have none) and score every
+    self-attention head: {kind: [layer][head] {"previous": share, "next": share}} for
+    ``enc_self`` and ``dec_self`` ({} for a model without self-attention). The cost is one
+    teacher-forced pass with the weights returned."""
+    totals: dict[str, list[dict[str, Tensor]]] = {}
+    rows: dict[str, dict[str, int]] = {}
+    with eval_mode(model):
+        for start in range(0, len(src_ids), batch_size):
+            chunk = range(start, min(start + batch_size, len(src_ids)))
+            batch = collate([src_ids[r] for r in chunk], [tgt_ids[r] for r in chunk]).to(device)
+            enc, enc_maps = model.encode(batch.src, need_weights=True)
+            _, dec_maps = model.decode(enc, batch.tgt_in, need_weights=True)
+            lengths = {
+                "enc_self": [len(src_ids[r]) for r in chunk],
+                "dec_self": [len(tgt_ids[r]) + 1 for r in chunk],  # BOS, then the target
+            }
+            for kind, maps in (("enc_self", enc_maps.get("enc_self")), ("dec_self", dec_maps.get("dec_self"))):
+                for layer, weights in enumerate(maps or []):
+                    layer_totals = totals.setdefault(kind, [])
+                    if layer == len(layer_totals):
+                        layer_totals.append({})
+                    for role, offset in (("previous", -1), ("next", +1)):
+                        sums, count = neighbour_sums(weights.float().cpu(), offset, lengths[kind])
+                        layer_totals[layer][role] = layer_totals[layer].get(role, 0) + sums
+                        rows.setdefault(kind, {}).setdefault(f"{layer}.{role}", 0)
+                        rows[kind][f"{layer}.{role}"] += count
+    return {
+        kind: [
             [
-                {"previous": float(p), "next": float(n)}
-                for p, n in zip(
-                    previous_token_share(layer.float().cpu(), lengths[kind]),
-                    next_token_share(layer.float().cpu(), lengths[kind]),
-                )
+                {role: float(sums[head] / max(rows[kind][f"{layer}.{role}"], 1)) for role, sums in scores.items()}
+                for head in range(len(scores["previous"]))
             ]
-            for layer in maps[kind]
+            for layer, scores in enumerate(layers)
         ]
-    return out
+        for kind, layers in totals.items()
+    }
