@@ -5,8 +5,10 @@ the references of a split, the AER of every cross-attention head and of each lay
 averaged (Och & Ney; lower is better), with the best head named. Importance (any Transformer
 run): each head masked alone (its columns of the output projection zeroed), then heads masked
 cumulatively from the least important, with the change in validation loss and greedy BLEU.
-Writes aer.json, aer.png, ablation.json, ablation.txt and ablation.png into --out (default
-RUN/heads/) and prints the tables.
+Roles: each head's previous-/next-token share of self-attention weight and its AER, beside its
+ablation cost, with the role named where a score passes its stated threshold.
+Writes aer.json, aer.png, ablation.json, ablation.txt, ablation.png, roles.json and roles.txt
+into --out (default RUN/heads/) and prints the tables.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from minitrans.data.corpus import load_run_split
 from minitrans.inference.translator import Translator
 from minitrans.runs.alignment import gold_for_pairs, measure_alignment
 from minitrans.runs.evaluation import evaluate_split, validation_loss
+from minitrans.runs.head_roles import ROLE_THRESHOLDS, measure_self_attention_roles, name_roles
 from minitrans.runs.heads import ablate_heads, all_heads, heads_heatmap
 
 
@@ -54,11 +57,11 @@ def alignment_report(translator, data, sources, references, src_ids, tgt_ids, ou
     gold = gold_for_pairs(data, sources, references)
     if gold is None:
         print(f"alignment: no gold alignments for corpus {data.name!r} (only the embedded corpus has them)")
-        return
+        return None
     report = measure_alignment(translator.model, translator.tokenizer, src_ids, tgt_ids, gold, translator.device)
     if report is None:
         print("alignment: this model has no cross-attention (the fixed-context RNN)")
-        return
+        return None
     summary = report.summary()
     layer, head = summary["aer_best_layer"], summary["aer_best_head"]
     print(f"AER of each cross-attention head ({report.sentences} pairs, teacher-forced references):")
@@ -72,6 +75,7 @@ def alignment_report(translator, data, sources, references, src_ids, tgt_ids, ou
     heads_heatmap({"cross-attention AER": report.aer_grid()}, "AER (lower aligns better)", cmap="viridis_r").savefig(
         out / "aer.png"
     )
+    return report.aer_grid()
 
 
 def ablation_report(translator, sources, references, src_ids, tgt_ids, args, out: Path) -> None:
@@ -79,7 +83,7 @@ def ablation_report(translator, sources, references, src_ids, tgt_ids, args, out
 
     if not all_heads(translator.model):
         print("ablation: this model has no attention heads to mask")
-        return
+        return None
     split = datasets.Dataset.from_dict({"src": sources, "tgt": references, "src_ids": src_ids, "tgt_ids": tgt_ids})
 
     def measure() -> dict[str, float]:
@@ -101,6 +105,40 @@ def ablation_report(translator, sources, references, src_ids, tgt_ids, args, out
         grids = {f"{kind}: Δ {metric}": ablation.grid(kind, metric) for kind in kinds}
         cmap = "Reds" if metric == "loss" else "Blues_r"
         heads_heatmap(grids, f"Δ {metric}, head masked", cmap=cmap).savefig(out / f"ablation_{metric}.png")
+    return ablation
+
+
+def roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out: Path) -> None:
+    """Each head's role scores beside its ablation cost, the role named where a score passes
+    its threshold (minitrans/runs/head_roles.py); written to roles.json and roles.txt."""
+    if not all_heads(translator.model):
+        return
+    roles = measure_self_attention_roles(translator.model, src_ids, tgt_ids, translator.device)
+    deltas = ablation.deltas("loss") if ablation is not None else {}
+    rows = []
+    for kind, layer, head in all_heads(translator.model):
+        scores = dict(roles[kind][layer][head]) if kind in roles else {}
+        aer = aer_grid[layer][head] if kind == "cross" and aer_grid is not None else None
+        if aer is not None:
+            scores["aer"] = aer
+        delta = deltas.get((kind, layer, head))
+        rows.append(
+            {"head": f"{kind}.L{layer}.H{head}", **scores, "delta_loss": delta, "roles": name_roles(scores, aer)}
+        )
+
+    def cell(value):
+        return f"{value:>9.3f}" if value is not None else f"{'-':>9}"
+
+    thresholds = ", ".join(f"{role} {value}" for role, value in ROLE_THRESHOLDS.items())
+    lines = [f"head roles (named at: share >= threshold, AER <= {ROLE_THRESHOLDS['alignment_aer']}; {thresholds}):"]
+    lines.append(f"{'head':<16}{'previous':>9}{'next':>9}{'AER':>9}{'Δ loss':>9}  role")
+    for row in rows:
+        values = "".join(cell(row.get(key)) for key in ("previous", "next", "aer", "delta_loss"))
+        lines.append(f"{row['head']:<16}{values}  {', '.join(row['roles']) or '-'}")
+    text = "\n".join(lines)
+    print(text)
+    write_atomic(out / "roles.txt", text + "\n")
+    write_atomic(out / "roles.json", json.dumps({"thresholds": ROLE_THRESHOLDS, "heads": rows}, indent=2) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,9 +157,11 @@ def run(args: argparse.Namespace) -> int:
     folder = Checkpoints.run_folder_of(checkpoint)
     out = args.out if args.out is not None else folder / "heads"
     out.mkdir(parents=True, exist_ok=True)
-    alignment_report(translator, data, sources, references, src_ids, tgt_ids, out)
+    aer_grid = alignment_report(translator, data, sources, references, src_ids, tgt_ids, out)
+    ablation = None
     if not args.no_ablation:
-        ablation_report(translator, sources, references, src_ids, tgt_ids, args, out)
+        ablation = ablation_report(translator, sources, references, src_ids, tgt_ids, args, out)
+    roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out)
     print(f"wrote the results into {out}")
     return 0
 

@@ -110,3 +110,6 @@ def test_heads_script_writes_alignment_and_ablation_of_a_generated_corpus_run(tm
     assert len(ablation["heads_delta"]) == 3 * 1 * 2 and len(ablation["heads_cumulative"]) == 6
     assert all((run / "heads" / name).stat().st_size > 0 for name in ("aer.png", "ablation_loss.png", "ablation.txt"))
     assert "best head: layer 0" in capsys.readouterr().out
+    roles = json.loads((run / "heads" / "roles.json").read_text())
+    assert len(roles["heads"]) == 6 and {"previous", "next", "delta_loss", "roles"} <= set(roles["heads"][0])
+    assert "aer" in roles["heads"][-1] and roles["thresholds"]["previous"] == 0.5
