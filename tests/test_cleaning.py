@@ -78,3 +78,31 @@ def test_impossible_settings_are_refused():
         CleanConfig(max_ratio=0.5)
     with pytest.raises(ConfigError, match="data.clean.max_chars"):
         CleanConfig(max_chars=0)
+
+
+def test_a_pair_exactly_at_max_chars_is_kept_and_one_character_more_is_dropped():
+    kept, report = clean(
+        [("a" * 10, "b" * 3), ("c" * 3, "d" * 10), ("e" * 11, "f" * 3), ("g" * 3, "h" * 11)],
+        max_chars=10,
+        max_ratio=None,
+    )
+    assert kept == [("a" * 10, "b" * 3), ("c" * 3, "d" * 10)]
+    assert report["dropped"]["too_long"] == 2
+
+
+@pytest.mark.parametrize(
+    ("src", "tgt", "is_kept"),
+    [
+        ("a" * 10, "b" * 5, True),  # exactly 2.0
+        ("b" * 5, "a" * 10, True),  # either side may be the longer one
+        ("a" * 11, "b" * 5, False),  # 2.2
+        ("a" * 12, "恭喜", True),  # two Han characters weigh 6: exactly 2.0
+        ("a" * 13, "恭喜", False),  # 13 / 6
+        ("a", "bb", True),  # 2 / 1
+        ("a", "bbb", False),  # 3 / 1: the shorter side counts at least 1
+    ],
+)
+def test_a_pair_exactly_at_max_ratio_is_kept_and_one_just_past_it_is_dropped(src, tgt, is_kept):
+    kept, report = clean([(src, tgt)], max_ratio=2.0)
+    assert (kept == [(src, tgt)]) is is_kept
+    assert report["dropped"]["length_ratio"] == (0 if is_kept else 1)

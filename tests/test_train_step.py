@@ -90,3 +90,30 @@ def test_adam_runs_its_fused_kernel_and_a_loaded_state_keeps_it():
     load_optimizer_state(optimizer, old.state_dict())
     assert optimizer.param_groups[0]["fused"] is True
     torch.testing.assert_close(optimizer.state_dict()["state"], old.state_dict()["state"])
+
+
+def gradient_norm(model) -> float:
+    return float(
+        torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None]))
+    )
+
+
+@pytest.mark.parametrize("limit", [0.5, 2.0])
+def test_a_gradient_over_the_limit_is_clipped_to_it_and_one_under_it_is_left_alone(limit):
+    """The summed (unscaled) loss of a batch has a gradient norm far over 2; the step applies
+    the clipped gradient, which stays on the parameters after the update."""
+    batch = batches(1)[0]
+    unclipped = tiny_model()
+    train_step(unclipped, make_optimizer(unclipped.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, 1.0, 0.1, 1e9)
+    raw = gradient_norm(unclipped)
+    assert raw > 10 * limit
+    model = tiny_model()
+    train_step(model, make_optimizer(model.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, 1.0, 0.1, limit)
+    assert gradient_norm(model) == pytest.approx(limit, rel=1e-4)
+    small = tiny_model()  # a mean loss's gradient under a limit above it: unchanged
+    scale = 1.0 / batch.num_tgt_tokens
+    train_step(small, make_optimizer(small.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, scale, 0.1, 1e9)
+    under = gradient_norm(small)
+    again = tiny_model()
+    train_step(again, make_optimizer(again.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, scale, 0.1, under * 1.5)
+    assert gradient_norm(again) == pytest.approx(under, rel=1e-6)

@@ -32,6 +32,7 @@ from minitrans.core.utils import eval_mode
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.models.interface import Seq2SeqModel
+from minitrans.runs.sharing import ALONE, Share
 
 Links = frozenset[tuple[int, int]]  # (source word, target word)
 WORD_START = "▁"
@@ -71,6 +72,13 @@ class LinkCounts:
         self.sure += len(gold.sure)
         self.hit_sure += len(gold.sure & predicted)
         self.hit_possible += len(gold.possible & predicted)
+
+    def merge(self, other: LinkCounts) -> None:
+        """Add another set of sentences' counts."""
+        self.predicted += other.predicted
+        self.sure += other.sure
+        self.hit_sure += other.hit_sure
+        self.hit_possible += other.hit_possible
 
     @property
     def precision(self) -> float:
@@ -129,6 +137,25 @@ class AlignmentReport:
     layers: list[LinkCounts]
     sentences: int = 0
 
+    @classmethod
+    def merged(cls, reports: Sequence[AlignmentReport]) -> AlignmentReport | None:
+        """One report of the sentences of all ``reports`` (counts added; None for none)."""
+        if not reports:
+            return None
+        first = reports[0]
+        total = cls(
+            [[LinkCounts() for _ in row] for row in first.heads], [LinkCounts() for _ in first.layers], sentences=0
+        )
+        for report in reports:
+            for into, counts in zip(total.all_counts(), report.all_counts()):
+                into.merge(counts)
+            total.sentences += report.sentences
+        return total
+
+    def all_counts(self) -> list[LinkCounts]:
+        """Every head's counts (layer by layer), then every layer's."""
+        return [counts for row in self.heads for counts in row] + self.layers
+
     def aer_grid(self) -> list[list[float]]:
         return [[counts.aer for counts in layer] for layer in self.heads]
 
@@ -164,19 +191,42 @@ def measure_alignment(
     gold: Sequence[GoldAlignment | None],
     device: torch.device | str = "cpu",
     batch_size: int = 32,
+    share: Share = ALONE,
 ) -> AlignmentReport | None:
     """Teacher-force each pair (source ids end in EOS, target ids have none) and score every
     cross-attention head's hard alignment against ``gold`` (pairs whose gold is None are
-    skipped); None for a model without cross-attention (the fixed-context RNN)."""
+    skipped); None for a model without cross-attention (the fixed-context RNN). Shared, each
+    rank takes every ``size``-th batch (rank 0 the fewest) and every rank gets the whole report."""
+    report, has_cross = _measure_batches(model, tokenizer, src_ids, tgt_ids, gold, device, batch_size, share)
+    if share.size == 1:
+        return report if has_cross else None
+    parts = share.all_gather((has_cross, report))
+    if not all(cross for cross, _ in parts):
+        return None
+    return AlignmentReport.merged([part for _, part in parts if part is not None])
+
+
+def _measure_batches(
+    model: Seq2SeqModel,
+    tokenizer: Tokenizer,
+    src_ids: Sequence[Sequence[int]],
+    tgt_ids: Sequence[Sequence[int]],
+    gold: Sequence[GoldAlignment | None],
+    device: torch.device | str,
+    batch_size: int,
+    share: Share,
+) -> tuple[AlignmentReport | None, bool]:
+    """This rank's batches of :func:`measure_alignment`: its report (None without a pair) and
+    whether the model has cross-attention (False: it stopped at the first batch)."""
     report: AlignmentReport | None = None
     with eval_mode(model):
-        for start in range(0, len(src_ids), batch_size):
+        for start in share.mine(range(0, len(src_ids), batch_size), main_last=True):
             rows = range(start, min(start + batch_size, len(src_ids)))
             batch = collate([src_ids[r] for r in rows], [tgt_ids[r] for r in rows]).to(device)
             enc, _ = model.encode(batch.src)
             _, maps = model.decode(enc, batch.tgt_in, need_weights=True)
             if not maps.get("cross"):
-                return None
+                return None, False
             cross = torch.stack(maps["cross"], dim=1).float().cpu()  # (B, L, H, T+1, S)
             if report is None:
                 layers, heads = cross.shape[1:3]
@@ -197,7 +247,7 @@ def measure_alignment(
                         counts.add(as_links(per_head[layer, head].tolist()), gold[r])
                     report.layers[layer].add(as_links(per_layer[layer].tolist()), gold[r])
                 report.sentences += 1
-    return report
+    return report, True
 
 
 # ------------------------------------------------------------------- gold of a run's corpus
@@ -273,6 +323,7 @@ def split_alignment(
     max_len: int,
     device: torch.device | str = "cpu",
     limit: int | None = None,
+    share: Share = ALONE,
 ) -> AlignmentReport | None:
     """:func:`measure_alignment` on (the first ``limit`` pairs of) a tokenised split of a run's
     corpus (columns src, tgt, src_ids, tgt_ids); pairs longer than the model's ``max_len`` are
@@ -283,4 +334,4 @@ def split_alignment(
         return None
     src_ids, tgt_ids = list(rows["src_ids"]), list(rows["tgt_ids"])
     gold = [g if len(s) <= max_len and len(t) < max_len else None for g, s, t in zip(gold, src_ids, tgt_ids)]
-    return measure_alignment(model, tokenizer, src_ids, tgt_ids, gold, device)
+    return measure_alignment(model, tokenizer, src_ids, tgt_ids, gold, device, share=share)

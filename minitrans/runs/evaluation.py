@@ -1,6 +1,10 @@
-"""Validation loss and translation quality of a model on a tokenised split."""
+"""Validation loss and translation quality of a model on a tokenised split, by one process or
+shared by several (:mod:`minitrans.runs.sharing`)."""
 
 from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
 
 import datasets
 import torch
@@ -12,25 +16,39 @@ from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
 from minitrans.models.loss import token_loss
+from minitrans.runs.sharing import ALONE, Share
 
 
 @torch.no_grad()
 def validation_losses(
-    model: Seq2SeqModel, split: datasets.Dataset, batch_tokens: int, device: torch.device, label_smoothing: float = 0.0
+    model: Seq2SeqModel,
+    split: datasets.Dataset,
+    batch_tokens: int,
+    device: torch.device,
+    label_smoothing: float = 0.0,
+    share: Share = ALONE,
 ) -> dict[str, float]:
     """Mean per-token losses under teacher forcing, from one pass: ``cross_entropy`` (no label
     smoothing) and ``label_smoothed`` (the training loss, with ``label_smoothing``), so a
-    validation curve can be set beside the training curve it matches."""
+    validation curve can be set beside the training curve it matches. Shared, each rank takes
+    every ``size``-th batch and the sums are added in batch order: the same floats as alone."""
     src_ids, tgt_ids = split["src_ids"], split["tgt_ids"]
     sampler = TokenBatchSampler(list(map(len, src_ids)), list(map(len, tgt_ids)), batch_tokens, shuffle=False)
-    plain, smoothed, tokens = 0.0, 0.0, 0
+    batches = list(sampler.batches())
+    sums = {}
     with eval_mode(model):
-        for indices in sampler.batches():
+        for number in share.mine(range(len(batches))):
+            indices = batches[number]
             batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-            plain += float(token_loss(logits, batch.tgt_out))
-            smoothed += float(token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
-            tokens += batch.num_tgt_tokens
+            smoothed = float(token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
+            sums[number] = (float(token_loss(logits, batch.tgt_out)), smoothed, batch.num_tgt_tokens)
+    sums = share.merge(sums)
+    plain, smoothed, tokens = 0.0, 0.0, 0
+    for number in range(len(batches)):
+        plain += sums[number][0]
+        smoothed += sums[number][1]
+        tokens += sums[number][2]
     tokens = max(tokens, 1)
     return {"cross_entropy": plain / tokens, "label_smoothed": (smoothed if label_smoothing else plain) / tokens}
 
@@ -40,19 +58,41 @@ def validation_loss(model: Seq2SeqModel, split: datasets.Dataset, batch_tokens: 
     return validation_losses(model, split, batch_tokens, device)["cross_entropy"]
 
 
+def translate_shared(
+    translator: Translator, src_ids: Sequence[Sequence[int]], options: DecodingOptions, share: Share = ALONE
+) -> list[list[int]]:
+    """:meth:`Translator.translate_encoded`, each rank decoding every ``size``-th sentence of the
+    length-sorted sources (so every rank's batches hold every length); every rank gets all of
+    them, in order. A cut sentence is warned about once, by rank 0, numbered as in the split."""
+    if share.size == 1:
+        return translator.translate_encoded(src_ids, options)
+    with warnings.catch_warnings():
+        if not share.is_main:
+            warnings.simplefilter("ignore")
+        fitted = translator.fit_sources(src_ids)  # blank sources left out: they translate to nothing
+    mine = share.mine(sorted(fitted, key=lambda i: len(fitted[i])))
+    found = dict(zip(mine, translator.translate_encoded([fitted[i] for i in mine], options)))
+    found = share.merge(found)
+    return [found.get(i, []) for i in range(len(src_ids))]
+
+
 def evaluate_split(
     translator: Translator,
     split: datasets.Dataset,
     options: DecodingOptions,
     limit: int | None = None,
     with_buckets: bool = False,
+    share: Share = ALONE,
 ) -> tuple[dict, list[str]]:
     """Translate (the first ``limit`` sentences of) a split and score it with sacrebleu, BLEU
     tokenised for the run's target language (``data.tgt_lang``) unless ``trainer.bleu_tokenize``
-    names a tokenizer."""
+    names a tokenizer. Shared, the sentences are (:func:`translate_shared`); every rank gets the
+    hypotheses, rank 0 the scores (the others an empty dict)."""
     rows = split if limit is None else split.select(range(min(limit, len(split))))
-    hyp_ids = translator.translate_encoded(rows["src_ids"], options)
+    hyp_ids = translate_shared(translator, rows["src_ids"], options, share)
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
+    if not share.is_main:
+        return {}, hypotheses
     tgt_lang, tokenize = bleu_settings(translator.config)
     scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize)
     if with_buckets:

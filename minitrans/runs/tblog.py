@@ -38,6 +38,7 @@ from torch.utils.tensorboard.summary import hparams as hparams_summaries
 from minitrans.inference.translator import sentence_tokens
 from minitrans.runs.alignment import AlignmentReport, GoldAlignment, gold_cells
 from minitrans.runs.heads import heads_heatmap
+from minitrans.runs.sharing import ALONE, Share
 from minitrans.runs.summary import RunSummary
 from minitrans.runs.viz import attention_card, attention_card_images, figure_to_array
 
@@ -91,27 +92,36 @@ def samples_table(sources: list[str], references: list[str], hypotheses: list[st
     return "\n".join(lines)
 
 
-def log_validation_samples(writer: SummaryWriter, translator, samples, hypotheses: list[str], step: int) -> None:
+def log_validation_samples(
+    writer: SummaryWriter | None, translator, samples, hypotheses: list[str], step: int, share: Share = ALONE
+) -> None:
     """Source, reference and hypothesis of the fixed sample sentences as one table, and every
     attention map of the model on each of them (teacher forcing its own hypothesis).
 
     ``samples`` is a Dataset slice (or list of rows) with ``src``, ``tgt`` and ``src_ids``;
     ``hypotheses`` are their current translations. The hypothesis ids come from re-encoding
-    the text, which matches the decoder's own ids up to SentencePiece normalisation.
+    the text, which matches the decoder's own ids up to SentencePiece normalisation. Shared,
+    each rank draws every ``size``-th sample's cards and rank 0, the one with the ``writer``,
+    logs them all in sample order.
     """
     if not hypotheses:
         return
     rows = [samples[i] for i in range(len(hypotheses))]
-    table = samples_table([row["src"] for row in rows], [row["tgt"] for row in rows], hypotheses)
-    writer.add_text("samples/translations", table, step)
-    has_attention = True
-    for i, (row, hyp) in enumerate(zip(rows, hypotheses)):
-        if has_attention:
-            has_attention = log_attention(
-                writer, translator, row["src_ids"], hyp, step, sample=i, title_prefix=f"sample {i} · "
-            )
-    if not has_attention:
-        writer.add_text("attention/none", NO_ATTENTION, step)
+    if writer is not None:
+        table = samples_table([row["src"] for row in rows], [row["tgt"] for row in rows], hypotheses)
+        writer.add_text("samples/translations", table, step)
+    mine = share.mine(range(len(rows)), main_last=True)
+    cards = share.merge(
+        {i: attention_images(translator, rows[i]["src_ids"], hypotheses[i], f"sample {i} · ") for i in mine},
+        everywhere=False,
+    )
+    if writer is None or cards is None:
+        return
+    for i in range(len(rows)):
+        if cards[i] is None:  # no attention (the fixed-context RNN): say so once
+            writer.add_text("attention/none", NO_ATTENTION, step)
+            return
+        _add_cards(writer, cards[i], step, i)
 
 
 def log_attention(
@@ -126,6 +136,16 @@ def log_attention(
     """Every head's map of every kind and layer for one sentence and its translation (text,
     or the decoder's own ids) under ``attention_{kind}/sample{sample}/layer{n}/head{h}``;
     False (and nothing logged) when the model has no attention."""
+    images = attention_images(translator, src_ids, hypothesis, title_prefix)
+    if images is None:
+        return False
+    _add_cards(writer, images, step, sample)
+    return True
+
+
+def attention_images(translator, src_ids, hypothesis: str | list[int], title_prefix: str = "") -> dict | None:
+    """The cards of :func:`log_attention` as ``{"kind/layer{n}/head{h}": HWC image}``; None when
+    the model has no attention."""
     tokenizer = translator.tokenizer
     with warnings.catch_warnings():  # a source longer than max_len: cut as decoding cuts it (which warned)
         warnings.simplefilter("ignore")
@@ -134,12 +154,15 @@ def log_attention(
     hyp_ids = hyp_ids[: max(translator.max_len - 1, 0)]  # the decoder input is <s> + hypothesis
     maps = translator.attention_maps(src_ids, hyp_ids)
     if not maps:
-        return False
+        return None
     src_tokens, tgt_in_tokens, tgt_out_tokens = sentence_tokens(tokenizer, src_ids, hyp_ids)
-    for key, image in attention_card_images(maps, src_tokens, tgt_in_tokens, tgt_out_tokens, title_prefix).items():
+    return attention_card_images(maps, src_tokens, tgt_in_tokens, tgt_out_tokens, title_prefix)
+
+
+def _add_cards(writer: SummaryWriter, images: dict, step: int, sample: int) -> None:
+    for key, image in images.items():
         kind, rest = key.split("/", 1)
         writer.add_image(f"attention_{kind}/sample{sample}/{rest}", image, step, dataformats="HWC")
-    return True
 
 
 def log_alignment(writer: SummaryWriter, report: AlignmentReport, step: int) -> None:
@@ -154,35 +177,50 @@ GOLD_EDGE = "#ff2d2d"  # the gold links' outline: red stands out on viridis' dar
 
 
 def log_gold_overlays(
-    writer: SummaryWriter, translator, samples, gold: Sequence[GoldAlignment | None], report: AlignmentReport, step: int
+    writer: SummaryWriter | None,
+    translator,
+    samples,
+    gold: Sequence[GoldAlignment | None],
+    report: AlignmentReport,
+    step: int,
+    share: Share = ALONE,
 ) -> int:
     """The best head's cross-attention map of each sample sentence, its reference teacher-forced
     (the gold belongs to the reference's words, as when AER is measured), with the gold links
     outlined, under ``alignment/gold_vs_attention/sample{i}``. ``samples`` rows have
     ``src_ids`` (ending in EOS) and ``tgt_ids``; a sample without gold or longer than the
-    model's positions is left out. Returns the number of images logged."""
+    model's positions is left out. Shared, each rank draws every ``size``-th sample and rank 0
+    (the ``writer``'s) logs them in order. Returns the number of images logged."""
+    mine = share.mine(range(len(gold)), main_last=True)
+    images = share.merge({i: _gold_overlay(translator, samples[i], gold[i], report, i) for i in mine}, everywhere=False)
+    if writer is None or images is None:
+        return 0
+    logged = [i for i in range(len(gold)) if images[i] is not None]
+    for i in logged:
+        writer.add_image(f"alignment/gold_vs_attention/sample{i}", images[i], step, dataformats="HWC")
+    return len(logged)
+
+
+def _gold_overlay(translator, row, alignment: GoldAlignment | None, report: AlignmentReport, i: int):
+    """Sample ``i``'s overlay image (HWC), or None for a sample :func:`log_gold_overlays` leaves out."""
     layer, head, best = report.best_head()
     layers, heads = len(report.heads), len(report.heads[0])
-    tokenizer, logged = translator.tokenizer, 0
-    for i, alignment in enumerate(gold):
-        row = samples[i]
-        src_ids, tgt_ids = list(row["src_ids"]), list(row["tgt_ids"])
-        if alignment is None or len(src_ids) > translator.max_len or len(tgt_ids) >= translator.max_len:
-            continue
-        weights = translator.attention_maps(src_ids, tgt_ids)["cross"][layer][head]  # (T+1, S)
-        src_tokens, _, tgt_out_tokens = sentence_tokens(tokenizer, src_ids, tgt_ids)
-        title = (
-            f"sample {i} · gold links outlined · best head: layer {layer + 1}/{layers} · head {head + 1}/{heads}"
-            f" (AER {best:.3f})"
+    tokenizer = translator.tokenizer
+    src_ids, tgt_ids = list(row["src_ids"]), list(row["tgt_ids"])
+    if alignment is None or len(src_ids) > translator.max_len or len(tgt_ids) >= translator.max_len:
+        return None
+    weights = translator.attention_maps(src_ids, tgt_ids)["cross"][layer][head]  # (T+1, S)
+    src_tokens, _, tgt_out_tokens = sentence_tokens(tokenizer, src_ids, tgt_ids)
+    title = (
+        f"sample {i} · gold links outlined · best head: layer {layer + 1}/{layers} · head {head + 1}/{heads}"
+        f" (AER {best:.3f})"
+    )
+    fig = attention_card(weights, tgt_out_tokens, src_tokens, title)
+    for r, c, sure in gold_cells(tokenizer, src_ids, tgt_ids, alignment):
+        fig.axes[0].add_patch(
+            Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor=GOLD_EDGE, lw=1.2, ls="-" if sure else "--")
         )
-        fig = attention_card(weights, tgt_out_tokens, src_tokens, title)
-        for r, c, sure in gold_cells(tokenizer, src_ids, tgt_ids, alignment):
-            fig.axes[0].add_patch(
-                Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor=GOLD_EDGE, lw=1.2, ls="-" if sure else "--")
-            )
-        writer.add_image(f"alignment/gold_vs_attention/sample{i}", figure_to_array(fig), step, dataformats="HWC")
-        logged += 1
-    return logged
+    return figure_to_array(fig)
 
 
 def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:

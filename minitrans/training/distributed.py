@@ -23,7 +23,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-# Rank 0 evaluates and writes checkpoints while the others wait at a collective; give it time.
+# Rank 0 writes checkpoints and logs while the others wait at a collective; give it time.
 TIMEOUT = timedelta(minutes=60)
 
 
@@ -112,6 +112,24 @@ def all_gather_object(value: Any, info: DistInfo) -> list[Any]:
     gathered: list[Any] = [None] * info.world_size
     dist.all_gather_object(gathered, value)
     return gathered
+
+
+def gather_object(value: Any, info: DistInfo) -> list[Any] | None:
+    """Every rank's ``value`` in rank order on rank 0, None on the others (a list of one in a
+    single process): for what only rank 0 needs, such as the attention cards it logs."""
+    if not info.enabled:
+        return [value]
+    gathered: list[Any] | None = [None] * info.world_size if info.is_main else None
+    dist.gather_object(value, gathered, dst=0)
+    return gathered
+
+
+def broadcast_tensors(tensors: Sequence[torch.Tensor], info: DistInfo) -> None:
+    """Rank 0's values of ``tensors`` copied into every rank's, in place (the weights rank 0
+    chose for the final evaluation)."""
+    if info.enabled:
+        for tensor in tensors:
+            dist.broadcast(tensor, src=0)
 
 
 def broadcast_object(value: Any, info: DistInfo) -> Any:

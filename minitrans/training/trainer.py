@@ -39,6 +39,7 @@ from minitrans.data.batching import collate
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters
 from minitrans.runs import reporting
+from minitrans.runs.sharing import Share
 from minitrans.runs.summary import RunSummary
 from minitrans.runs.tblog import log_hparams, log_layout
 from minitrans.training import distributed
@@ -125,6 +126,13 @@ class Trainer:
         self.translator = Translator(  # with the run's config: BLEU is tokenised for its target language
             self.model, self.tokenizer, self.cfg.model.max_len, self.device, config=asdict(self.cfg), record=self.record
         )
+        dist = self.dist  # every rank translates and draws its part of each evaluation
+        self.share = Share(
+            dist.rank,
+            dist.world_size,
+            lambda value: distributed.all_gather_object(value, dist),
+            lambda value: distributed.gather_object(value, dist),
+        )
 
     # -- the loop ------------------------------------------------------------------------
     def fit(self) -> RunSummary | None:
@@ -181,10 +189,7 @@ class Trainer:
                         self._stop(stop.signal or signal.SIGTERM, progress)
                     if finished:
                         break
-            if not dist.is_main:
-                distributed.barrier(dist)  # wait for rank 0's final evaluation
-                return None
-            summary = self._finish(progress)
+            summary = self._finish(progress)  # every rank evaluates its share; rank 0 gets the summary
         distributed.barrier(dist)
         return summary
 
@@ -269,10 +274,20 @@ class Trainer:
 
     # -- evaluation and checkpoints ------------------------------------------------------
     def validate(self, to_tensorboard: bool = True) -> dict:
+        """Every rank calls it and does its share; the metrics on rank 0 (an empty dict elsewhere)."""
         writer = self.writer if to_tensorboard else None
         with preserved_rng():  # evaluation must not shift the training stream
             valid = self.data[self.cfg.data.valid_split]
-            return reporting.validate(self.translator, valid, self.cfg.trainer, writer, self.state.step, self.cfg.data)
+            return reporting.validate(
+                self.translator,
+                valid,
+                self.cfg.trainer,
+                writer,
+                self.state.step,
+                self.cfg.data,
+                self.share,
+                draw=to_tensorboard,
+            )
 
     def _payload(self, with_training_state: bool = True) -> dict:
         payload = {
@@ -301,10 +316,12 @@ class Trainer:
         return self.checkpoints.last
 
     def _evaluate_and_checkpoint(self, evaluate: bool) -> dict:
-        """Validate (rank 0), keep best.pt and step_*.pt, then write last.pt (every rank)."""
+        """Validate (every rank its share), keep best.pt and step_*.pt (rank 0), then write
+        last.pt (every rank)."""
         metrics, state = {}, self.state
-        if evaluate and self.dist.is_main:
+        if evaluate:
             metrics = self.validate()
+        if evaluate and self.dist.is_main:
             log.info(
                 "step %d: valid loss %.3f BLEU %.2f chrF %.2f",
                 state.step,
@@ -332,7 +349,7 @@ class Trainer:
         )
 
     # -- the end -------------------------------------------------------------------------
-    def _finish(self, progress: TrainingProgress) -> RunSummary:
+    def _finish(self, progress: TrainingProgress) -> RunSummary | None:
         """The final evaluation (last.pt is saved, so a signal now stops at once)."""
         try:
             with StopRequest(immediate=True):
@@ -348,16 +365,21 @@ class Trainer:
             ) from None
 
     def final_weights(self) -> str:
-        """Load the weights the run is judged by (see :meth:`Checkpoints.final_weights`); an
-        average is saved as averaged.pt. Returns how they were chosen."""
-        chosen = self.checkpoints.final_weights(map_location=self.device)
-        if chosen.state is not None:
+        """Load the weights the run is judged by (see :meth:`Checkpoints.final_weights`), chosen
+        by rank 0 and sent to the others; an average is saved as averaged.pt. Returns how they
+        were chosen (on rank 0; an empty string elsewhere)."""
+        chosen = self.checkpoints.final_weights(map_location=self.device) if self.dist.is_main else None
+        if chosen is not None and chosen.state is not None:
             self.model.load_state_dict(chosen.state)
-        if chosen.is_averaged:
+        with torch.no_grad():
+            distributed.broadcast_tensors(list(self.model.state_dict().values()), self.dist)
+        if chosen is not None and chosen.is_averaged:
             self.checkpoints.save_averaged(self._payload(with_training_state=False))
-        return chosen.source
+        return chosen.source if chosen is not None else ""
 
-    def finish(self, progress: TrainingProgress | None = None) -> RunSummary:
+    def finish(self, progress: TrainingProgress | None = None) -> RunSummary | None:
+        """The final validation and test of the chosen weights, every rank doing its share; the
+        summary (written, and logged) on rank 0, None elsewhere."""
         cfg, state = self.cfg, self.state
         chosen = self.final_weights()
         if progress is not None:
@@ -366,7 +388,10 @@ class Trainer:
         if progress is not None:
             progress.stage(f"test ({', '.join(cfg.data.test_splits)})")
         tests = {name: self.data[name] for name in cfg.data.test_splits}
-        splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir)
+        splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir, self.share)
+        alignment = reporting.final_alignment(self.translator, tests[cfg.data.test_splits[0]], cfg.data, self.share)
+        if not self.dist.is_main:
+            return None
         summary = RunSummary(
             name=cfg.name or cfg.model.kind,
             model=cfg.model.kind,
@@ -383,7 +408,7 @@ class Trainer:
             test_splits=splits,
             data=self.data_report,
             config=asdict(cfg),
-            alignment=reporting.final_alignment(self.translator, tests[cfg.data.test_splits[0]], cfg.data),
+            alignment=alignment,
         )
         summary.write(self.out_dir)
         log_hparams(self.writer, cfg, self.num_params, summary)

@@ -1,0 +1,124 @@
+"""Two nodes simulated on one machine: two torchrun commands, one process each, meeting at a
+rendezvous on a loopback port, train exactly as the script's own two processes on one node,
+stop with a checkpoint when either node gets SIGTERM, and resume to the same weights."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import TRAIN_SCRIPT, script_env
+
+from minitrans.core.checkpoint import load_checkpoint
+from minitrans.training.launch import free_port
+
+STEPS = 60
+
+
+def settings(tiny_overrides, run: Path) -> list[str]:
+    return [
+        *tiny_overrides,
+        "trainer.log_every=1",
+        "trainer.eval_every=20",
+        "trainer.checkpoint_every=3",
+        f"trainer.max_steps={STEPS}",
+        f"hydra.run.dir={run}",
+    ]
+
+
+def start_nodes(tiny_overrides, run: Path) -> list[subprocess.Popen]:
+    """``torchrun --nnodes=2 --nproc_per_node=1 --node_rank=N --master_addr=127.0.0.1
+    --master_port=PORT scripts/train.py ...`` for N = 0 and 1, as each node of a cluster runs it."""
+    port = free_port()
+    return [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nnodes=2",
+                "--nproc_per_node=1",
+                f"--node_rank={node}",
+                "--master_addr=127.0.0.1",
+                f"--master_port={port}",
+                str(TRAIN_SCRIPT),
+                *settings(tiny_overrides, run),
+            ],
+            env=script_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for node in (0, 1)
+    ]
+
+
+def finish(nodes: list[subprocess.Popen], timeout: float = 300) -> list[tuple[int, str]]:
+    outputs = [node.communicate(timeout=timeout) for node in nodes]
+    return [(node.returncode, out + err) for node, (out, err) in zip(nodes, outputs)]
+
+
+def step_of(run: Path) -> int:
+    try:
+        return load_checkpoint(run / "checkpoints" / "last.pt")["state"]["step"]
+    except Exception:  # not written yet, or being replaced
+        return -1
+
+
+def weights(run: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(run / "checkpoints" / "last.pt")["model"]
+
+
+def assert_bitwise_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+def stop_one_node(tiny_overrides, run: Path, node: int) -> int:
+    """Start both nodes, SIGTERM node ``node``'s torchrun once a checkpoint past the last one
+    is written, and return the step the run stopped at."""
+    before = step_of(run)
+    nodes = start_nodes(tiny_overrides, run)
+    deadline = time.monotonic() + 240
+    while step_of(run) <= max(before, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    nodes[node].send_signal(signal.SIGTERM)
+    results = finish(nodes)
+    assert any(code != 0 for code, _ in results), results  # stopped, not finished
+    assert "stopped by SIGTERM after step" in results[0][1], results[0][1][-3000:]  # rank 0 says so
+    stopped = step_of(run)
+    assert before < stopped < STEPS
+    return stopped
+
+
+@pytest.mark.slow
+def test_two_nodes_train_as_one_node_stop_on_sigterm_to_either_and_resume_bitwise(tmp_path, tiny_overrides):
+    reference = tmp_path / "one-node"
+    done = subprocess.run(
+        [sys.executable, str(TRAIN_SCRIPT), *settings(tiny_overrides, reference), "trainer.processes=2"],
+        env=script_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    together = tmp_path / "two-nodes"
+    results = finish(start_nodes(tiny_overrides, together))
+    assert [code for code, _ in results] == [0, 0], results[0][1][-3000:] + results[1][1][-3000:]
+    assert "2 process(es)" in (together / "train.log").read_text()
+    assert_bitwise_equal(weights(together), weights(reference))
+    assert (together / "summary.json").read_text().count('"bleu"') >= 1
+
+    run = tmp_path / "stopped"
+    stop_one_node(tiny_overrides, run, node=1)  # the node without rank 0
+    stop_one_node(tiny_overrides, run, node=0)
+    results = finish(start_nodes(tiny_overrides, run))
+    assert [code for code, _ in results] == [0, 0], results[0][1][-3000:]
+    assert_bitwise_equal(weights(run), weights(reference))
