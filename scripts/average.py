@@ -1,11 +1,14 @@
 """Average the weights of checkpoints of one run into a new self-contained checkpoint.
 
-    python scripts/average.py RUN --last 5 -o RUN/checkpoints/averaged.pt   # the run's last 5 step_*.pt
-    python scripts/average.py A.pt B.pt C.pt -o averaged.pt                 # any checkpoints of one model
+    python scripts/average.py RUN --last 5 -o RUN/avg5.pt        # the run's last 5 step_*.pt
+    python scripts/average.py A.pt B.pt C.pt -o averaged.pt       # any checkpoints of one model
 
 The run keeps ``step_*.pt`` checkpoints when trained with ``trainer.average_last=N``. The
 output is accepted by translate.py and evaluate.py like any best.pt. Checkpoints of different
-models (config, tokenizer or weight shapes) are refused with one ``error:`` line, exit status 1.
+models (config, tokenizer or weight shapes) are refused with one ``error:`` line, exit status 1,
+and so is an output that is one of the inputs or a file of a run's ``checkpoints/`` (``last.pt``
+is the state the run resumes from; ``best.pt``, ``averaged.pt`` and ``step_*.pt`` its training
+writes).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import sys
 from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError, Checkpoints, save_checkpoint
-from minitrans.runs.averaging import average_checkpoints
+from minitrans.runs.averaging import average_checkpoints, check_output
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -46,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         paths = checkpoint_paths(args)
         output = Path(args.output)
+        check_output(paths, output)
         if not output.resolve().parent.is_dir():
             raise CheckpointError(f"cannot write {output}: no such folder")
         payload = average_checkpoints(paths)

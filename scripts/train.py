@@ -72,6 +72,7 @@ def main(cfg: DictConfig) -> float | None:
         device = training_device(typed.trainer.device)
     except ConfigError as error:
         return job.refuse(error)
+    before = summary_stamp(job.out_dir)  # the folder's old summary, if any: never reported as this run's
     processes = 1 if launch.under_torchrun() else launch.processes_for(typed.trainer, device, parallel_jobs)
     if processes > 1:  # this process waits; the training processes run the job
         logging_config = OmegaConf.to_container(hydra_cfg.job_logging, resolve=True)
@@ -91,9 +92,21 @@ def main(cfg: DictConfig) -> float | None:
         raise SystemExit(code)
     if int(os.environ.get("RANK", 0)) != 0:  # a rank other than 0 under torchrun
         return None
+    if summary_stamp(job.out_dir) in (None, before):  # the training processes ended without finishing
+        fail(f"the training ended without writing {Path(job.out_dir) / 'summary.json'}; its result is unknown", 1)
     summary = RunSummary.read(job.out_dir)
     print(summary_line(summary, job.out_dir))
     return summary.valid["bleu"]
+
+
+def summary_stamp(out_dir: str) -> tuple[int, int, int] | None:
+    """What tells a summary.json just written from an older one (it is replaced atomically: a
+    new file), or None without one."""
+    try:
+        stat = (Path(out_dir) / "summary.json").stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
 @dataclass(frozen=True)

@@ -98,3 +98,33 @@ def test_the_script_averages_a_runs_last_checkpoints_for_translate_and_evaluate(
     assert "no step_*.pt checkpoints" in capsys.readouterr().err
     assert average.main([str(tmp_path / "missing.pt"), str(out), "-o", str(tmp_path / "x.pt")]) == 1
     assert capsys.readouterr().err.startswith("error: no checkpoint at")
+
+
+def test_the_script_refuses_to_replace_an_input_or_a_file_of_a_runs_checkpoints(tmp_path, capsys):
+    """``-o RUN/checkpoints/last.pt`` used to exit 0 and leave the run weights only, never to
+    resume again (issue 33, item 1): the output is checked before anything is written."""
+    folder = tmp_path / "run" / "checkpoints"
+    best = build_checkpoint(folder / "best.pt", max_len=32)
+    last = shifted(best, folder / "last.pt", 0.2)
+    step = shifted(best, folder / "step_0000004.pt", 0.4)
+    outside = shifted(best, tmp_path / "b.pt", 0.6)
+    before = {path: path.read_bytes() for path in (best, last, step, outside)}
+    average = load("average")
+    for output in (
+        last,
+        best,
+        step,
+        folder / "averaged.pt",
+        outside,
+        tmp_path / "run" / "checkpoints" / ".." / "checkpoints" / "last.pt",
+    ):
+        assert average.main([str(best), str(outside), "-o", str(output)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: -o ") and err.count("\n") == 1
+    assert not (folder / "averaged.pt").exists()
+    assert {path: path.read_bytes() for path in before} == before
+    linked = tmp_path / "link.pt"  # a link to an input is that input
+    linked.symlink_to(outside)
+    assert average.main([str(best), str(outside), "-o", str(linked)]) == 1
+    assert "one of the checkpoints to average" in capsys.readouterr().err
+    assert average.main([str(best), str(outside), "-o", str(tmp_path / "run" / "avg.pt")]) == 0

@@ -4,6 +4,7 @@ ending bitwise where the uninterrupted 2-process run ends."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -50,6 +51,31 @@ def test_one_exit_code_for_the_job():
     assert launch.exit_code([143, 143]) == 143  # stopped by SIGTERM after a checkpoint
     assert launch.exit_code([0, 1]) == 1  # rank 1 failed
     assert launch.exit_code([2, 1]) == 2  # rank 0's reason first
+
+
+def interrupted_before_training() -> int:
+    """A training process that a Ctrl-C reaches while its data is prepared (no stop handling yet)."""
+    raise KeyboardInterrupt
+
+
+def stopped_twice() -> int:
+    """A training process that gets two SIGTERMs in a row inside the loop's stop handling."""
+    from minitrans.core.utils import StopRequest
+
+    with StopRequest():
+        os.kill(os.getpid(), signal.SIGTERM)  # the first: stop after this step
+        os.kill(os.getpid(), signal.SIGTERM)  # the second: stop at once
+        time.sleep(5)
+    return 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("task", "code"), [(interrupted_before_training, 130), (stopped_twice, 143)])
+def test_an_interrupted_process_never_exits_0(task, code, capfd):
+    """torch's spawn wrapper swallows a KeyboardInterrupt: the processes exited 0 and the parent
+    printed the folder's old summary as this run's result (issue 33, item 2)."""
+    assert launch.spawn(task, (), processes=2, threads=1) == code
+    assert capfd.readouterr().err.count(f"error: interrupted by {signal.Signals(code - 128).name}") == 1
 
 
 def two_processes(tiny_overrides, run, *extra: str) -> list[str]:

@@ -148,6 +148,15 @@ class SignalReceived(BaseException):
         self.signum = signum
 
 
+class Interrupted(KeyboardInterrupt):
+    """A second stop signal (see :class:`StopRequest`): stop at once, without a checkpoint;
+    ``signum`` says which signal, for the exit code (128 + signum)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 # SIGUSR2: a cluster's "you are about to be preempted or timed out" (submitit's default, Slurm's --signal)
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGUSR2") if hasattr(signal, name))
 
@@ -177,7 +186,7 @@ class StopRequest:
             self.signal = signum
             raise SignalReceived(signum)
         if self.signal is not None:
-            raise KeyboardInterrupt
+            raise Interrupted(signum)
         self.signal = signum
 
     def __exit__(self, *exc) -> None:

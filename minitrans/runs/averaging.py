@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint
+from minitrans.core.checkpoint import CheckpointError, Checkpoints, average_state_dicts, load_checkpoint
 from minitrans.core.config import EVALUATION_ONLY, normalized_model
 
 DERIVED = ("d_k", "d_v", "d_attention")  # model keys the config fills in from others (d_k = d_model / heads)
@@ -40,6 +40,25 @@ def _difference(first: dict[str, Any], other: dict[str, Any]) -> str | None:
         if a[key].shape != b[key].shape:
             return f"the shape of {key} ({tuple(a[key].shape)} vs {tuple(b[key].shape)})"
     return None
+
+
+def check_output(inputs: Sequence[str | Path], output: str | Path) -> None:
+    """Refuse, before anything is read or written, an output that would replace one of the
+    inputs or a file a run owns: its ``checkpoints/{last,best,averaged}.pt`` (``last.pt`` may be
+    the run's only resumable state) or a kept ``step_*.pt``. Raises CheckpointError, one line."""
+    output = Path(output)
+    target = output.resolve()
+    for path in inputs:
+        path = Path(path)
+        same = target == path.resolve() or (output.exists() and path.exists() and output.samefile(path))
+        if same:
+            raise CheckpointError(f"-o {output}: it is one of the checkpoints to average; name a new file")
+    owned = target.name in Checkpoints.PREFERENCE or target.match(Checkpoints.STEP_PATTERN)
+    if owned and (target.parent.name == "checkpoints" or (target.parent / Checkpoints.LAST).is_file()):
+        raise CheckpointError(
+            f"-o {output}: {target.name} belongs to the run in {Checkpoints.run_folder_of(target)} "
+            "(its training writes it); name a file outside the run's checkpoints/ (e.g. RUN/avg.pt)"
+        )
 
 
 def average_checkpoints(paths: Sequence[str | Path]) -> dict[str, Any]:
@@ -73,4 +92,4 @@ def average_checkpoints(paths: Sequence[str | Path]) -> dict[str, Any]:
     }
 
 
-__all__ = ["average_checkpoints"]
+__all__ = ["average_checkpoints", "check_output"]

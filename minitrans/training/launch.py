@@ -14,7 +14,9 @@ run: one gloo (or NCCL) group, one run folder, rank 0 writing the logs and check
 The parent only waits. It hands each stop signal (Ctrl-C, SIGTERM, submitit's SIGUSR2) to every
 process exactly once (they sit in a process group of their own, so a Ctrl-C does not reach
 them twice, which would stop them without a checkpoint), and exits with their exit code. If the
-parent is killed outright, the processes receive SIGINT (torch sets that up), save and stop.
+parent is killed outright, the processes receive SIGINT (torch sets that up), save and stop. A
+process interrupted outside the training loop's stop handling (while the data is prepared, or
+by a second signal) exits 128 + the signal, never 0.
 """
 
 from __future__ import annotations
@@ -184,7 +186,16 @@ def _worker(
         logging.config.dictConfig(logging_config)
     else:
         logging.basicConfig(level=logging.WARNING, format=f"[rank {rank}] %(levelname)s %(name)s: %(message)s")
-    code = task(*args)
+    try:
+        code = task(*args)
+    except KeyboardInterrupt as interrupted:  # a stop signal before training began, or a second one
+        # torch's wrapper around this function swallows a KeyboardInterrupt (``except
+        # KeyboardInterrupt: pass``): the process would exit 0 and the parent would take the run
+        # folder's old summary.json for this run's result
+        signum = getattr(interrupted, "signum", signal.SIGINT)
+        if rank == 0:
+            print(f"error: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+        code = 128 + signum
     sys.stdout.flush()
     sys.stderr.flush()
     if code:
