@@ -349,7 +349,7 @@ def test_the_quick_start_runs_as_written(tmp_path):
                 )
                 continue
             if argv[1].endswith("scripts/serve.py"):
-                pytest.importorskip("fastapi")
+                pytest.importorskip("fastapi", reason='the explorer is in the demo extra: pip install -e ".[demo]"')
                 port = _free_port(socket)
                 argv += ["--port", str(port)]
                 servers.append(
