@@ -4,6 +4,7 @@ run on one CPU core."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -13,6 +14,66 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_SCRIPT = REPO / "scripts" / "train.py"
+
+# -- Hydra's sweep plugins: the `sweep` extra, not the README's set-up ------------------------------
+# A test that needs one skips with the install command, as the demo and export tests do. With
+# MINITRANS_TEST_WITHOUT_SWEEP=1 the suite pretends none is installed, as on a machine set up by
+# the README alone (CI runs the quick tests that way too): Hydra finds its plugins by walking the
+# hydra_plugins namespace package's path, so hiding that path hides every plugin from Hydra itself,
+# and a test that composes a plugin's option without skipping fails there.
+SWEEP_INSTALL = 'pip install -e ".[sweep]"'
+SWEEP_PLUGINS = {
+    "joblib": "hydra_joblib_launcher",
+    "submitit": "hydra_submitit_launcher",
+    "optuna": "hydra_optuna_sweeper",
+}
+PLUGIN_OF_OPTION = {"joblib": "joblib", "submitit_local": "submitit", "submitit_slurm": "submitit", "optuna": "optuna"}
+HIDE_SWEEP_PLUGINS = os.environ.get("MINITRANS_TEST_WITHOUT_SWEEP", "") not in ("", "0")
+
+if HIDE_SWEEP_PLUGINS:
+    try:
+        import hydra_plugins
+    except ImportError:
+        pass  # none installed: nothing to hide
+    else:
+        hydra_plugins.__path__ = []
+
+
+def has_sweep_plugin(plugin: str) -> bool:
+    """Whether Hydra's ``plugin`` (joblib, submitit or optuna) is installed and not hidden."""
+    if HIDE_SWEEP_PLUGINS:
+        return False
+    try:
+        return importlib.util.find_spec(f"hydra_plugins.{SWEEP_PLUGINS[plugin]}") is not None
+    except ImportError:
+        return False
+
+
+def sweep_plugin_reason(plugin: str) -> str:
+    hidden = " (hidden by MINITRANS_TEST_WITHOUT_SWEEP)" if HIDE_SWEEP_PLUGINS else ""
+    return f"Hydra's {plugin} plugin is not installed{hidden}: it is in the sweep extra, {SWEEP_INSTALL}"
+
+
+def needs_sweep_plugin(*plugins: str) -> pytest.MarkDecorator:
+    """``@needs_sweep_plugin("optuna")``: skip, with the install command, where the plugin is absent."""
+    missing = [plugin for plugin in plugins if not has_sweep_plugin(plugin)]
+    return pytest.mark.skipif(bool(missing), reason=sweep_plugin_reason(missing[0]) if missing else "")
+
+
+def plugins_of_config(path: Path) -> set[str]:
+    """The sweep plugins a config file needs through its defaults list (``override /hydra/sweeper:
+    optuna``, a launcher file's ``submitit_slurm``), following the files of its own group it extends."""
+    import yaml
+
+    needed: set[str] = set()
+    for entry in (yaml.safe_load(path.read_text()) or {}).get("defaults", []):
+        for key, option in entry.items() if isinstance(entry, dict) else [("", entry)]:
+            if option in PLUGIN_OF_OPTION and (not key or "hydra/" in key):
+                needed.add(PLUGIN_OF_OPTION[option])
+            elif not key and (path.parent / f"{option}.yaml").exists():
+                needed |= plugins_of_config(path.parent / f"{option}.yaml")
+    return needed
+
 
 # conf/debug/tiny.yaml (what users get with debug=tiny), on one thread and without a bar, plus
 # the recipe the tests were written against: dropout on (so resuming must restore its random

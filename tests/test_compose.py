@@ -5,6 +5,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 import pytest
+from conftest import PLUGIN_OF_OPTION, has_sweep_plugin, needs_sweep_plugin, plugins_of_config, sweep_plugin_reason
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
@@ -22,10 +23,10 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 register_configs()
 
 
-def compose_train(overrides: list[str]):
+def compose_train(overrides: list[str], hydra: bool = False):
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="train", overrides=overrides)
+        return compose(config_name="train", overrides=overrides, return_hydra_config=hydra)
 
 
 def options(group: str) -> list[str]:
@@ -54,7 +55,13 @@ def count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-@pytest.mark.parametrize("experiment", options("experiment"))
+def with_its_plugins(group: str) -> list:
+    """The group's options, each skipping (with the install command) where a sweep plugin it needs is absent."""
+    return [pytest.param(name, marks=needs_sweep_plugin(*sorted(plugins_of_config(CONF / group / f"{name}.yaml"))))
+            for name in options(group)]  # fmt: skip
+
+
+@pytest.mark.parametrize("experiment", with_its_plugins("experiment"))
 def test_every_experiment_composes(experiment):
     cfg = to_dataclass(compose_train([f"experiment={experiment}"]))
     assert isinstance(cfg, TrainConfig)
@@ -126,3 +133,39 @@ def test_derived_widths_are_recorded_in_the_config(model):
         assert cfg.d_attention == cfg.d_hidden
     else:
         assert cfg.d_attention is None  # the fixed-context RNN has no attention
+
+
+# Hydra's own options for its launcher and sweeper groups, with the plugin that provides each and
+# what its _target_ ends with; conf/hydra/launcher adds the project's own (slurm_gpu on submitit_slurm).
+HYDRA_OPTIONS = {
+    ("launcher", "basic"): "BasicLauncher",
+    ("launcher", "joblib"): "JoblibLauncher",
+    ("launcher", "submitit_local"): "LocalLauncher",
+    ("launcher", "submitit_slurm"): "SlurmLauncher",
+    ("sweeper", "basic"): "BasicSweeper",
+    ("sweeper", "optuna"): "OptunaSweeper",
+} | {("launcher", name): "SlurmLauncher" for name in options("hydra/launcher")}
+
+
+@pytest.mark.parametrize(("group", "option"), sorted(HYDRA_OPTIONS))
+def test_every_launcher_and_sweeper_composes_where_its_plugin_is_installed_and_skips_elsewhere(group, option):
+    """Where the option's plugin is installed it composes; where it is not (the README's set-up
+    installs no sweep extra) composing it fails, so every test that uses it must skip, and the
+    skip names the install command. This test takes the path of the machine it runs on."""
+    path = CONF / "hydra" / group / f"{option}.yaml"
+    needed = sorted(plugins_of_config(path)) if path.exists() else [PLUGIN_OF_OPTION.get(option)]
+    needed = [plugin for plugin in needed if plugin]
+    override = f"hydra/{group}={option}"
+    missing = [plugin for plugin in needed if not has_sweep_plugin(plugin)]
+    if missing:
+        with pytest.raises(Exception, match=f"Could not (find|load) 'hydra/{group}/"):
+            compose_train([override], hydra=True)
+        pytest.skip(sweep_plugin_reason(missing[0]))
+    node = compose_train([override], hydra=True).hydra[group]
+    assert node._target_.endswith(HYDRA_OPTIONS[group, option])
+
+
+def test_the_plugins_a_config_needs_are_read_from_its_defaults():
+    assert plugins_of_config(CONF / "experiment" / "heads_dk_search.yaml") == {"optuna"}
+    assert plugins_of_config(CONF / "hydra" / "launcher" / "slurm_gpu.yaml") == {"submitit"}
+    assert plugins_of_config(CONF / "experiment" / "heads_dk_matched.yaml") == set()

@@ -349,7 +349,7 @@ def test_the_quick_start_runs_as_written(tmp_path):
                 )
                 continue
             if argv[1].endswith("scripts/serve.py"):
-                pytest.importorskip("fastapi")
+                pytest.importorskip("fastapi", reason='the explorer is in the demo extra: pip install -e ".[demo]"')
                 port = _free_port(socket)
                 argv += ["--port", str(port)]
                 servers.append(
@@ -394,8 +394,12 @@ def _free_port(socket) -> int:
 
 @pytest.mark.slow
 def test_the_tutorial_notebook_executes(tmp_path):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip(
+        "nbformat", reason='the notebook runner is in the docs extra: pip install -e ".[docs]"'
+    )
+    nbclient = pytest.importorskip(
+        "nbclient", reason='the notebook runner is in the docs extra: pip install -e ".[docs]"'
+    )
     notebook = nbformat.read(DOCS / "tutorial" / "attention_tour.ipynb", as_version=4)
     os.environ.setdefault("MINITRANS_CACHE_DIR", str(tmp_path / "cache"))
     client = nbclient.NotebookClient(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import needs_sweep_plugin
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
@@ -115,6 +116,7 @@ def test_multirun_gives_one_readable_folder_per_job_refuses_the_impossible_one_a
 
 
 @pytest.mark.slow
+@needs_sweep_plugin("joblib")
 def test_a_joblib_sweep_runs_its_jobs_in_processes_of_their_own_and_compares(tmp_path):
     """hydra/launcher=joblib: the jobs run in joblib's worker processes (which never ran
     scripts/train.py's module code: the folder-name resolvers come with Hydra's state), named
@@ -134,6 +136,7 @@ def test_a_joblib_sweep_runs_its_jobs_in_processes_of_their_own_and_compares(tmp
 
 
 @pytest.mark.slow
+@needs_sweep_plugin("submitit")
 def test_a_submitit_sweep_job_preempted_with_sigusr2_is_requeued_and_resumes_in_its_folder(tmp_path):
     """hydra/launcher=submitit_local (the code path of submitit_slurm, with a local executor):
     SIGUSR2, submitit's preemption signal, reaches job 0 while it trains; it writes last.pt,
@@ -174,6 +177,7 @@ def test_a_submitit_sweep_job_preempted_with_sigusr2_is_requeued_and_resumes_in_
 
 
 @pytest.mark.slow
+@needs_sweep_plugin("optuna")
 def test_an_optuna_search_of_three_trials_names_trials_by_the_searched_values_and_gives_the_best_command(tmp_path):
     sweep = tmp_path / "optuna"
     done = run_sweep(tmp_path, sweep, "experiment=heads_dk_search", "hydra.sweeper.n_trials=3", model__d_ff=None)
@@ -223,6 +227,7 @@ def test_heads_dk_matched_holds_h_times_d_k_at_128_and_sweeps_only_the_heads():
     assert shapes == [(1, 128), (2, 64), (4, 32), (8, 16), (16, 8)]
 
 
+@needs_sweep_plugin("optuna")
 def test_heads_dk_search_maximises_validation_bleu_over_five_knobs_with_a_trial_budget():
     sweeper = compose_experiment("experiment=heads_dk_search", hydra=True).hydra.sweeper
     assert sweeper._target_.endswith("OptunaSweeper") and sweeper.sampler._target_.endswith("TPESampler")
@@ -231,6 +236,7 @@ def test_heads_dk_search_maximises_validation_bleu_over_five_knobs_with_a_trial_
     assert swept_keys(dict(sweeper.params)) == searched
 
 
+@needs_sweep_plugin("submitit")
 def test_the_slurm_gpu_launcher_extends_submitits_slurm_schema_for_one_gpu_per_job():
     launcher = compose_experiment("hydra/launcher=slurm_gpu", hydra=True).hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")  # the plugin's own, with its schema
