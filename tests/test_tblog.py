@@ -23,11 +23,11 @@ from minitrans.inference.translator import Translator
 from minitrans.models.build import build_model
 from minitrans.runs.alignment import measure_alignment, parse_alignment
 from minitrans.runs.summary import RunSummary
+from minitrans.runs.tb_gold import log_gold_overlays
 from minitrans.runs.tblog import (
     FINAL,
     KEY_HPARAMS,
     NO_ATTENTION,
-    log_gold_overlays,
     log_hparams,
     log_layout,
     log_validation_samples,

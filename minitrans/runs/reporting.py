@@ -15,7 +15,8 @@ from minitrans.inference.translator import Translator
 from minitrans.runs.alignment import VALIDATION_SAMPLE, gold_for_pairs, split_alignment
 from minitrans.runs.evaluation import evaluate_split, validation_losses
 from minitrans.runs.sharing import ALONE, Share
-from minitrans.runs.tblog import log_alignment, log_gold_overlays, log_validation_samples
+from minitrans.runs.tb_gold import log_gold_overlays
+from minitrans.runs.tblog import log_alignment, log_validation_samples
 
 
 def validate(

@@ -23,6 +23,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from minitrans.runs.sharing import Share
+
 # Rank 0 writes checkpoints and logs while the others wait at a collective; give it time.
 TIMEOUT = timedelta(minutes=60)
 
@@ -122,6 +124,16 @@ def gather_object(value: Any, info: DistInfo) -> list[Any] | None:
     gathered: list[Any] | None = [None] * info.world_size if info.is_main else None
     dist.gather_object(value, gathered, dst=0)
     return gathered
+
+
+def evaluation_share(info: DistInfo) -> Share:
+    """This rank's part in an evaluation that every rank shares (:mod:`minitrans.runs.sharing`)."""
+    return Share(
+        info.rank,
+        info.world_size,
+        lambda value: all_gather_object(value, info),
+        lambda value: gather_object(value, info),
+    )
 
 
 def broadcast_tensors(tensors: Sequence[torch.Tensor], info: DistInfo) -> None:

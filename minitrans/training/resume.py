@@ -17,6 +17,7 @@ from minitrans.core.checkpoint import CheckpointError, Checkpoints, load_checkpo
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import EVALUATION_ONLY, TrainConfig, TrainerConfig, normalized_model
 from minitrans.data.tokenizer import Tokenizer
+from minitrans.training import distributed
 
 AFRESH = "to start afresh: trainer.resume=false or a new run folder"
 
@@ -80,4 +81,25 @@ def check_same_run(saved_config: dict, cfg: TrainConfig, path: Path) -> None:
         )
 
 
-__all__ = ["AFRESH", "check_same_run", "find_resume_checkpoint", "load_resume_checkpoint", "resume_checkpoint"]
+__all__ = [
+    "AFRESH",
+    "check_same_run",
+    "find_resume_checkpoint",
+    "load_final_weights",
+    "load_resume_checkpoint",
+    "resume_checkpoint",
+]
+
+
+def load_final_weights(model, checkpoints: Checkpoints, dist, device: torch.device, averaged_payload) -> str:
+    """Load the weights a run is judged by (see :meth:`Checkpoints.final_weights`), chosen by
+    rank 0 and sent to the other ranks; an average is saved as averaged.pt (``averaged_payload()``
+    builds its checkpoint). Returns how they were chosen (on rank 0; an empty string elsewhere)."""
+    chosen = checkpoints.final_weights(map_location=device) if dist.is_main else None
+    if chosen is not None and chosen.state is not None:
+        model.load_state_dict(chosen.state)
+    with torch.no_grad():
+        distributed.broadcast_tensors(list(model.state_dict().values()), dist)
+    if chosen is not None and chosen.is_averaged:
+        checkpoints.save_averaged(averaged_payload())
+    return chosen.source if chosen is not None else ""

@@ -39,13 +39,12 @@ from minitrans.data.batching import collate
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters
 from minitrans.runs import reporting
-from minitrans.runs.sharing import Share
 from minitrans.runs.summary import RunSummary
 from minitrans.runs.tblog import log_hparams, log_layout
 from minitrans.training import distributed
 from minitrans.training.progress import TrainingProgress
 from minitrans.training.resources import ThroughputLog
-from minitrans.training.resume import resume_checkpoint
+from minitrans.training.resume import load_final_weights, resume_checkpoint
 from minitrans.training.run_data import prepare_training_data
 from minitrans.training.schedule import make_scheduler
 from minitrans.training.setup import model_to_train, training_device, wrap_for_training
@@ -126,13 +125,7 @@ class Trainer:
         self.translator = Translator(  # with the run's config: BLEU is tokenised for its target language
             self.model, self.tokenizer, self.cfg.model.max_len, self.device, config=asdict(self.cfg), record=self.record
         )
-        dist = self.dist  # every rank translates and draws its part of each evaluation
-        self.share = Share(
-            dist.rank,
-            dist.world_size,
-            lambda value: distributed.all_gather_object(value, dist),
-            lambda value: distributed.gather_object(value, dist),
-        )
+        self.share = distributed.evaluation_share(self.dist)  # every rank does its part of each evaluation
 
     # -- the loop ------------------------------------------------------------------------
     def fit(self) -> RunSummary | None:
@@ -277,17 +270,9 @@ class Trainer:
         """Every rank calls it and does its share; the metrics on rank 0 (an empty dict elsewhere)."""
         writer = self.writer if to_tensorboard else None
         with preserved_rng():  # evaluation must not shift the training stream
-            valid = self.data[self.cfg.data.valid_split]
-            return reporting.validate(
-                self.translator,
-                valid,
-                self.cfg.trainer,
-                writer,
-                self.state.step,
-                self.cfg.data,
-                self.share,
-                draw=to_tensorboard,
-            )
+            cfg, valid = self.cfg, self.data[self.cfg.data.valid_split]
+            args = (self.translator, valid, cfg.trainer, writer, self.state.step, cfg.data, self.share)
+            return reporting.validate(*args, draw=to_tensorboard)
 
     def _payload(self, with_training_state: bool = True) -> dict:
         payload = {
@@ -365,28 +350,18 @@ class Trainer:
             ) from None
 
     def final_weights(self) -> str:
-        """Load the weights the run is judged by (see :meth:`Checkpoints.final_weights`), chosen
-        by rank 0 and sent to the others; an average is saved as averaged.pt. Returns how they
-        were chosen (on rank 0; an empty string elsewhere)."""
-        chosen = self.checkpoints.final_weights(map_location=self.device) if self.dist.is_main else None
-        if chosen is not None and chosen.state is not None:
-            self.model.load_state_dict(chosen.state)
-        with torch.no_grad():
-            distributed.broadcast_tensors(list(self.model.state_dict().values()), self.dist)
-        if chosen is not None and chosen.is_averaged:
-            self.checkpoints.save_averaged(self._payload(with_training_state=False))
-        return chosen.source if chosen is not None else ""
+        """Load the weights the run is judged by on every rank (:func:`load_final_weights`)."""
+        payload = lambda: self._payload(with_training_state=False)  # noqa: E731  (only if averaged)
+        return load_final_weights(self.model, self.checkpoints, self.dist, self.device, payload)
 
     def finish(self, progress: TrainingProgress | None = None) -> RunSummary | None:
         """The final validation and test of the chosen weights, every rank doing its share; the
         summary (written, and logged) on rank 0, None elsewhere."""
         cfg, state = self.cfg, self.state
-        chosen = self.final_weights()
-        if progress is not None:
-            progress.stage("final validation")
+        chosen, stage = self.final_weights(), (progress.stage if progress is not None else lambda _: None)
+        stage("final validation")
         valid = self.validate(to_tensorboard=False)  # the chosen weights; TensorBoard has them as ~final/* HPARAMS
-        if progress is not None:
-            progress.stage(f"test ({', '.join(cfg.data.test_splits)})")
+        stage(f"test ({', '.join(cfg.data.test_splits)})")
         tests = {name: self.data[name] for name in cfg.data.test_splits}
         splits = reporting.evaluate_tests(self.translator, tests, cfg.trainer, self.out_dir, self.share)
         alignment = reporting.final_alignment(self.translator, tests[cfg.data.test_splits[0]], cfg.data, self.share)
