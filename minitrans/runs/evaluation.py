@@ -11,7 +11,6 @@ from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
-from minitrans.models.loss import token_loss
 
 
 @torch.no_grad()
@@ -28,8 +27,8 @@ def validation_losses(
         for indices in sampler.batches():
             batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-            plain += float(token_loss(logits, batch.tgt_out))
-            smoothed += float(token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
+            plain += float(model.token_loss(logits, batch.tgt_out))
+            smoothed += float(model.token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
             tokens += batch.num_tgt_tokens
     tokens = max(tokens, 1)
     return {"cross_entropy": plain / tokens, "label_smoothed": (smoothed if label_smoothing else plain) / tokens}
