@@ -8,14 +8,15 @@ import torch.nn.functional as F
 
 from minitrans.core.config import TransformerConfig
 from minitrans.models.attention import (
-    Dropout,
     MultiHeadAttention,
-    dropout,
     fused_attention,
     make_causal_mask,
     make_padding_mask,
     scaled_dot_product_attention,
 )
+from minitrans.models.fast.attention import scaled_dot_product_attention as fast_attention
+from minitrans.models.fast.dropout import Dropout, dropout
+from minitrans.models.fast.transformer import FastTransformer
 from minitrans.models.transformer import Transformer
 
 PAD = 0
@@ -155,7 +156,7 @@ def test_source_without_padding_needs_no_mask():
         dropout=0.0,
         share_embeddings=False,
     )
-    model = Transformer(cfg, 30, 30, PAD).eval()
+    model = FastTransformer(cfg, 30, 30, PAD).eval()
     src, tgt = torch.randint(4, 30, (2, 5)), torch.randint(4, 30, (2, 4))
     enc, _ = model.encode(src)
     assert enc["src_mask"] is None
@@ -191,7 +192,9 @@ def test_attention_dropout_in_training_is_unbiased():
     exact, _ = scaled_dot_product_attention(q, k, v)
     draws = 3000  # independent dropout masks, drawn in one batched call
     batched = [t.expand(draws, -1, -1, -1) for t in (q, k, v)]
-    out = scaled_dot_product_attention(*batched, dropout_p=0.2)[0]  # (draws, 1, 3, 4)
+    out = fast_attention(*batched, dropout_p=0.2)[0]  # (draws, 1, 3, 4)
+    notes = scaled_dot_product_attention(*batched, dropout=torch.nn.Dropout(0.2))[0]
+    torch.testing.assert_close(notes.mean(0, keepdim=True), exact, atol=0.05, rtol=0.0)
     torch.testing.assert_close(out.mean(0, keepdim=True), exact, atol=0.05, rtol=0.0)
     assert not torch.equal(out[0], out[1])
     assert (out.std(0) > 0).all()  # dropout was applied, not skipped
@@ -228,7 +231,7 @@ def test_module_dropout_acts_in_training_only_and_defaults_to_none():
     assert not torch.equal(attn.train()(x)[0], attn(x)[0])
     torch.testing.assert_close(attn.eval()(x)[0], attn(x)[0], rtol=0, atol=0)
     plain = MultiHeadAttention(16, 4, 4).train()
-    assert plain.dropout == 0.0
+    assert plain.dropout.p == 0.0
     torch.testing.assert_close(plain(x)[0], plain(x)[0], rtol=0, atol=0)
 
 
@@ -238,7 +241,7 @@ def test_the_fused_kernel_serves_exactly_where_it_has_what_is_asked(monkeypatch)
 
     calls = []
     real = attention.fused_attention
-    monkeypatch.setattr(attention, "fused_attention", lambda *a: calls.append(a[-1]) or real(*a))
+    monkeypatch.setattr(attention, "fused_attention", lambda *a: calls.append(a[5]) or real(*a))  # a[5]: dropout_p
     x = torch.randn(1, 4, 16)
     attn = MultiHeadAttention(16, 4, 4, dropout=0.2)
     expected = {("eval", False): [0.0], ("eval", True): [], ("train", False): [], ("train", True): []}

@@ -113,7 +113,7 @@ def test_decoding_figures_come_from_the_decoding_benchmark_on_the_runs_own_corpu
 
 
 def test_benchmark_steps_with_the_trainers_step_and_loss(monkeypatch):
-    """The benchmark times minitrans.training.step (whose loss is minitrans.models.loss.token_loss): a
+    """The benchmark times minitrans.training.step (whose loss is the model's own, model_loss): a
     poisoned loss there reaches the benchmark's step, so there is no second copy to drift."""
     import minitrans.training.step as step_module
     from minitrans.data.batching import collate
@@ -122,13 +122,16 @@ def test_benchmark_steps_with_the_trainers_step_and_loss(monkeypatch):
     model = build("minitrans", 40, SIZES["tiny"])
     before = [p.detach().clone() for p in model.parameters()]
     calls = []
-    real_loss = step_module.token_loss
+    real_model_loss = step_module.model_loss
 
-    def counted(*args, **kwargs):
-        calls.append(args[2])
-        return real_loss(*args, **kwargs) * float("nan")  # a non-finite loss: the shared step skips the update
+    def counted_loss(model):
+        def counted(*args, **kwargs):
+            calls.append(args[2])
+            return real_model_loss(model)(*args, **kwargs) * float("nan")  # non-finite: the step skips the update
 
-    monkeypatch.setattr(step_module, "token_loss", counted)
+        return counted
+
+    monkeypatch.setattr(step_module, "model_loss", counted_loss)
     steps.make_step(model, torch.device("cpu"))(collate([[5, 6, 3]], [[7, 8]]))
     assert calls == [steps.LABEL_SMOOTHING]
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))

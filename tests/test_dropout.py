@@ -1,4 +1,4 @@
-"""minitrans.models.fast_dropout: the packed-bit CPU dropout keeps F.dropout's distribution (keep rate, scale,
+"""minitrans.models.fast.dropout: the packed-bit CPU dropout keeps F.dropout's distribution (keep rate, scale,
 independence between neighbours, unbiased mean), and its fused forms equal the plain ones."""
 
 import math
@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitrans.models.fast_dropout import (
+from minitrans.models.fast.dropout import (
     FIELD_VALUES,
     drop_count,
     dropout,

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from minitrans.data.tokenizer import PAD_ID
-from minitrans.models.loss import token_loss
+from minitrans.models.fast.loss import token_loss
 
 
 def reference(logits, tgt_out, label_smoothing):

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from minitrans.data.tokenizer import PAD_ID
-from minitrans.models.loss import token_loss
+from minitrans.models.fast.loss import token_loss
 
 
 def _layer_and_targets(seed=0, rows=37, width=12, vocab=50):

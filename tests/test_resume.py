@@ -130,14 +130,19 @@ def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeyp
 
     cfg = tiny_config("trainer.max_steps=6", "trainer.max_bad_steps=3", "trainer.eval_every=1000")
     calls = {"count": 0}
-    real_loss = step_module.token_loss
+    real_model_loss = step_module.model_loss
 
-    def poisoned(logits, tgt_out, smoothing, **kwargs):  # batches 3 and 4 give NaN: two bad steps in a row
-        calls["count"] += 1
-        loss = real_loss(logits, tgt_out, smoothing, **kwargs)
-        return loss * float("nan") if calls["count"] in (3, 4) else loss
+    def poisoned_loss(model):  # batches 3 and 4 give NaN: two bad steps in a row
+        real_loss = real_model_loss(model)
 
-    monkeypatch.setattr(step_module, "token_loss", poisoned)
+        def poisoned(logits, tgt_out, smoothing, **kwargs):
+            calls["count"] += 1
+            loss = real_loss(logits, tgt_out, smoothing, **kwargs)
+            return loss * float("nan") if calls["count"] in (3, 4) else loss
+
+        return poisoned
+
+    monkeypatch.setattr(step_module, "model_loss", poisoned_loss)
     trainer = Trainer(cfg, tmp_path / "run")
     summary = trainer.fit()
     assert trainer.state.step == 6 and trainer.state.skipped_steps == 2 and trainer.state.bad_steps == 0
@@ -151,12 +156,14 @@ def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact
     import minitrans.training.step as step_module
 
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=3", "trainer.checkpoint_every=2")
-    real_loss = step_module.token_loss
+    real_model_loss = step_module.model_loss
     trainer = Trainer(cfg, tmp_path / "run")
     monkeypatch.setattr(
         step_module,
-        "token_loss",
-        lambda *a, **k: real_loss(*a, **k) * (float("inf") if trainer.state.step >= 5 else 1.0),
+        "model_loss",
+        lambda model: (
+            lambda *a, **k: real_model_loss(model)(*a, **k) * (float("inf") if trainer.state.step >= 5 else 1.0)
+        ),
     )
     with pytest.raises(TrainingError, match="3 non-finite steps in a row after step 5") as error:
         trainer.fit()
@@ -170,8 +177,10 @@ def test_a_run_that_diverges_before_its_first_checkpoint_names_none(tmp_path, ti
     import minitrans.training.step as step_module
 
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=2", "trainer.eval_every=1000")
-    real_loss = step_module.token_loss
-    monkeypatch.setattr(step_module, "token_loss", lambda *a, **k: real_loss(*a, **k) * float("nan"))
+    real_model_loss = step_module.model_loss
+    monkeypatch.setattr(
+        step_module, "model_loss", lambda model: lambda *a, **k: real_model_loss(model)(*a, **k) * float("nan")
+    )
     with pytest.raises(TrainingError, match="no checkpoint was written yet") as error:
         Trainer(cfg, tmp_path / "run").fit()
     assert "last.pt" not in str(error.value)

@@ -7,18 +7,24 @@ import torch
 import torch.nn.functional as F
 
 from minitrans.core.config import TransformerConfig
-from minitrans.models.attention import Dropout, MultiHeadAttention
-from minitrans.models.packed_tokens import PackedTokens
+from minitrans.models.attention import MultiHeadAttention
+from minitrans.models.fast.packed_tokens import PackedTokens
+from minitrans.models.fast.transformer import FastTransformer
 from minitrans.models.transformer import SinusoidalPositions, Transformer
 
 PAD = 0
 
 
-def tiny(norm_first=True, **kwargs) -> Transformer:
+def tiny(norm_first=True, model_class=Transformer, **kwargs) -> Transformer:
     torch.manual_seed(0)
     args = dict(d_model=32, num_heads=4, d_ff=64, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0)
     args = dict(share_embeddings=False, norm_first=norm_first) | args | kwargs
-    return Transformer(TransformerConfig(**args), 40, 40, PAD).eval()
+    return model_class(TransformerConfig(**args), 40, 40, PAD).eval()
+
+
+def fast_tiny(norm_first=True, **kwargs) -> FastTransformer:
+    """The fast model (models/fast/), for the tests of its speed-only tricks."""
+    return tiny(norm_first, FastTransformer, **kwargs)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -86,11 +92,11 @@ def test_widths_and_dropout_reach_every_layer():
     attentions = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     assert len(attentions) == 2 + 2 * 2
     for attn in attentions:
-        assert (attn.d_k, attn.d_v, attn.dropout) == (5, 3, 0.3)
+        assert (attn.d_k, attn.d_v, attn.dropout.p) == (5, 3, 0.3)
         assert attn.out_proj.in_features == 4 * 3  # H · Dv
     dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
     assert dropouts and all(m.p == 0.3 for m in dropouts)
-    assert any(isinstance(m, Dropout) for m in model.encoder_layers[0].feed_forward.modules())
+    assert any(isinstance(m, torch.nn.Dropout) for m in model.encoder_layers[0].feed_forward.modules())
     x = torch.randn(2, 5, 32)
     ff = model.encoder_layers[0].feed_forward.train()
     assert not torch.equal(ff(x), ff(x))  # dropout inside the feed-forward block
@@ -189,7 +195,7 @@ def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
     drops out."""
     from minitrans.models.interface import select_batch
 
-    model, beam = tiny(num_heads=3, d_k=8), 3
+    model, beam = fast_tiny(num_heads=3, d_k=8), 3
     src = torch.randint(4, 40, (3, 6))
     src[1, 4:] = PAD
     enc, _ = model.encode(src)
@@ -223,7 +229,7 @@ def test_reorder_cache_composes_with_steps_in_any_order(grad, padded, size):
     every row's cache, reordered by plain indexing, give."""
     from minitrans.models.interface import select_batch
 
-    model, beam = tiny(**size), 3
+    model, beam = fast_tiny(**size), 3
     src = torch.randint(4, 40, (3, 6))
     if padded:
         src[1, 4:] = PAD
@@ -325,7 +331,7 @@ def test_only_pre_norm_stacks_end_in_a_layer_norm(norm_first):
 
 def test_an_unpadded_batch_is_encoded_without_a_mask():
     """No source padded (most length-bucketed batches): src_mask is None, attention skips masking."""
-    model = tiny()
+    model = fast_tiny()
     enc, _ = model.encode(torch.randint(4, 40, (2, 6)))
     assert enc["src_mask"] is None
     src = torch.randint(4, 40, (2, 6))
@@ -337,7 +343,7 @@ def test_an_unpadded_batch_is_encoded_without_a_mask():
 def test_the_encoder_on_real_tokens_only_computes_what_the_padded_one_does(norm_first, monkeypatch):
     """Packing the source's real tokens (packed_tokens.py) is speed only: the same logits and
     gradients as running the layers over the padding, in training mode; zeros at padding."""
-    model = tiny(norm_first).train()  # dropout 0: both runs compute one function
+    model = fast_tiny(norm_first).train()  # dropout 0: both runs compute one function
     src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
     src[0, 4:], src[2, 6:] = PAD, PAD
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 from torch import Tensor, nn
 
@@ -14,7 +15,7 @@ from minitrans.data.tokenizer import PAD_ID
 from minitrans.models.build import VocabSizes, build_model
 from minitrans.models.transformer import SinusoidalPositions
 
-MODEL_NAMES = ("minitrans", "torch")
+MODEL_NAMES = ("minitrans", "minitrans-notes", "torch")  # the fast model, the notes model, the twin
 
 
 class TorchTransformer(nn.Module):
@@ -59,9 +60,12 @@ class TorchTransformer(nn.Module):
 
 
 def build(name: str, vocab_size: int, size: TransformerConfig) -> nn.Module:
-    """The minitrans Transformer as the trainer builds it (one joint vocabulary), or its twin."""
+    """The minitrans Transformer as the trainer builds it (one joint vocabulary: the fast model, or
+    with ``minitrans-notes`` the notes model), or its twin."""
     if name == "torch":
         return TorchTransformer(vocab_size, PAD_ID, size)
+    if name == "minitrans-notes":
+        size = replace(size, implementation="notes")
     return build_model(size, VocabSizes(vocab_size, vocab_size, PAD_ID, is_joint=True))
 
 

@@ -40,6 +40,9 @@ MAX_VOCAB = 1_000_000
 MAX_SEED = 2**32 - 1  # NumPy's seeds
 
 
+IMPLEMENTATIONS = ("fast", "notes")  # model.implementation: the Transformer's two forms
+
+
 @dataclass
 class TransformerConfig:
     kind: str = knob("transformer", "which model: transformer (model=rnn / rnn_attention pick the baselines)")
@@ -57,9 +60,19 @@ class TransformerConfig:
     max_len: int = knob(256, "positions the model can take, source or target")
     share_embeddings: bool = knob(True, "one embedding table for source and target (needs a joint vocabulary)")
     tie_output: bool = knob(True, "output projection shares the target embedding")
+    implementation: str = knob(
+        "fast",
+        "fast: the model made fast (minitrans/models/fast/); notes: the same model and parameters written as the "
+        "notes compute it (models/transformer.py); checkpoints load into either",
+    )
 
     def __post_init__(self) -> None:
         check(self.kind == "transformer", "model.kind", f"expected 'transformer', got {self.kind!r}")
+        check(
+            self.implementation in IMPLEMENTATIONS,
+            "model.implementation",
+            f"expected one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}",
+        )
         for key, high in (
             ("d_model", MAX_WIDTH),
             ("num_heads", MAX_WIDTH),

@@ -1,8 +1,10 @@
-"""The models: attention as the notes write it, the Transformer, the RNN baselines, the one model
-interface they share, building a model from its config, and the loss.
+"""The models: the notes model — attention as the notes write it, the Transformer, the RNN
+baselines, the loss — the one model interface they share, and building a model from its config.
 
-Code that exists only for speed (packed-bit dropout in ``fast_dropout``, the encoder on real
-tokens only in ``packed_tokens``) sits in those two modules so that
-``attention`` and ``transformer`` read like the notes. May import ``core`` and ``data.tokenizer``
-(the special token ids); imported by ``inference``, ``runs``, ``training`` and above.
+``attention``, ``transformer`` and ``loss`` compute what the notes describe and nothing else (one
+visible speed switch: ``MultiHeadAttention.use_fused``, PyTorch's fused kernel). Code that exists
+only for speed sits in the sub-package ``models.fast``: the same Transformer with the same
+parameters, derived from the notes model and held equal to it by ``tests/test_fast_model.py``;
+``build_model`` builds it unless ``model.implementation=notes``. May import ``core`` and
+``data.tokenizer`` (the special token ids); imported by ``inference``, ``runs``, ``training`` and above.
 """

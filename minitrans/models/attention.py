@@ -15,8 +15,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from minitrans.models.fast_dropout import Dropout, dropout  # noqa: F401  (re-exported: attention's dropout lives there)
-
 
 def make_padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     """(B, Lk) token ids -> (B, 1, 1, Lk): True at real tokens, False at padding."""
@@ -34,52 +32,58 @@ def scaled_dot_product_attention(
     v: Tensor,
     mask: Tensor | None = None,
     is_causal: bool = False,
-    dropout_p: float = 0.0,
+    dropout: nn.Module | None = None,
     need_weights: bool = False,
+    scale: float | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """softmax(Q Kᵀ / √Dk) V, the reference implementation, written out.
 
     q (B, H, Lq, Dk), k (B, H, Lk, Dk), v (B, H, Lk, Dv) -> out (B, H, Lq, Dv) and, when
     ``need_weights``, the attention weights (B, H, Lq, Lk) (after masking, before dropout).
+    ``dropout`` (a module, e.g. ``nn.Dropout``) acts on the weights; ``scale`` replaces 1/√Dk.
     """
     if is_causal:
         causal = make_causal_mask(q.shape[-2], q.device)
         mask = causal if mask is None else mask & causal
-    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = (q * scale) @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
     if mask is not None:
         # A finite fill keeps a fully masked row finite (and its keys' weights exactly 0 in any
-        # row with one real key); such rows are then zeroed below. In place: the product is a
-        # fresh tensor that no backward keeps.
-        scores = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
+        # row with one real key); such rows are then zeroed below.
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)  # (B, H, Lq, Lk)
     if mask is not None:
         has_key = mask.any(dim=-1, keepdim=True)  # (B, 1|H, 1|Lq, 1)
-        if torch.compiler.is_compiling() or not bool(has_key.all()):  # no data-dependent branch in graphs
-            weights = weights.masked_fill(~has_key, 0.0)
-    attended = dropout(weights, dropout_p)
+        weights = weights.masked_fill(~has_key, 0.0)
+    attended = weights if dropout is None else dropout(weights)
     return attended @ v, (weights if need_weights else None)  # (B, H, Lq, Dv)
 
 
-def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool, dropout_p: float) -> Tensor:
+def fused_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool, dropout_p: float, scale: float | None = None
+) -> Tensor:
     """The same computation through PyTorch's fused kernel (no weights available).
 
     PyTorch's kernels disagree on fully masked rows, so those rows are zeroed here to keep
     the project's convention; it costs one reduction over the mask, not over the scores.
     """
     if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     if is_causal:
         mask = mask & make_causal_mask(q.shape[-2], q.device)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
     has_key = mask.any(dim=-1, keepdim=True)  # (B, 1|H, 1|Lq, 1)
     return torch.where(has_key, out, 0.0)  # (B, H, Lq, Dv)
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention for self-attention (Q, K, V from one sequence, one fused
-    projection) and cross-attention (Q from the decoder, K and V from the encoder memory).
+    """Multi-head attention for self-attention (Q, K, V from one sequence) and cross-attention
+    (Q from the decoder, K and V from the encoder memory).
 
-    Projections: D -> H·Dk for Q and K, D -> H·Dv for V, H·Dv -> D for the output.
+    Q = X W^Q, K = X W^K, V = X W^V: D -> H·Dk for Q and K, D -> H·Dv for V, H·Dv -> D for the
+    output W^O. Self-attention keeps W^Q, W^K and W^V side by side in one ``qkv_proj`` (one matrix
+    product), cross-attention W^K and W^V in one ``kv_proj``: the same maps, the names
+    checkpoints hold.
     """
 
     def __init__(
@@ -94,8 +98,10 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         self.num_heads, self.d_k, self.d_v = num_heads, d_k, d_v or d_k
         self.is_cross = is_cross
-        self.dropout = dropout
-        # PyTorch's fused kernel when it exists; the written-out path for weights, for CPU dropout, for tests
+        self.scale: float | None = None  # the scores' factor; None: 1/√Dk, as the notes scale them
+        self.dropout = nn.Dropout(dropout)  # on the attention weights
+        # The one speed switch: PyTorch's fused kernel computes the same softmax(QKᵀ/√Dk)V
+        # (nanoGPT's `if self.flash:`); False for the written-out path everywhere.
         self.use_fused = True
         qk_width, v_width = num_heads * self.d_k, num_heads * self.d_v
         if is_cross:
@@ -111,12 +117,9 @@ class MultiHeadAttention(nn.Module):
 
     def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention: x (B, L, D) -> q, k (B, H, L, Dk), v (B, H, L, Dv)."""
-        return self.split_qkv(self.qkv_proj(x))
-
-    def split_qkv(self, qkv: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """The fused projection's output (B, L, 2·H·Dk + H·Dv) -> q, k (B, H, L, Dk), v (B, H, L, Dv)."""
         qk_width = self.num_heads * self.d_k
-        q, k, v = qkv.split([qk_width, qk_width, self.num_heads * self.d_v], dim=-1)
+        qkv = self.qkv_proj(x)  # (B, L, 2·H·Dk + H·Dv)
+        q, k, v = qkv.split([qk_width, qk_width, self.num_heads * self.d_v], dim=-1)  # (B, L, H·Dk|H·Dv)
         return self._split_heads(q, self.d_k), self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
 
     def project_q(self, x: Tensor) -> Tensor:
@@ -150,16 +153,20 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """:meth:`attend` before the output projection: the heads side by side, (B, Lq, H·Dv)."""
-        dropout_p = self.dropout if self.training else 0.0
+        dropout_p = self.dropout.p if self.training else 0.0
         # PyTorch's fused CPU kernels have no dropout: with dropout it falls back to an unfused
         # path slower than the one written out here (docs/performance.md).
         fused_kernel_exists = dropout_p == 0.0 or q.device.type != "cpu"
         if self.use_fused and not need_weights and fused_kernel_exists:
-            out, weights = fused_attention(q, k, v, mask, is_causal, dropout_p), None
+            out, weights = fused_attention(q, k, v, mask, is_causal, dropout_p, self.scale), None
         else:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal, dropout_p, need_weights)
+            out, weights = self.written_out(q, k, v, mask, is_causal, need_weights)  # (B, H, Lq, Dv)
         batch, _, length, _ = out.shape
         return out.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v), weights  # (B, Lq, H·Dv)
+
+    def written_out(self, q, k, v, mask, is_causal, need_weights) -> tuple[Tensor, Tensor | None]:
+        """softmax(Q Kᵀ · scale) V per head, this module's dropout on the weights: (B, H, Lq, Dv)."""
+        return scaled_dot_product_attention(q, k, v, mask, is_causal, self.dropout, need_weights, self.scale)
 
     def forward(
         self,
@@ -178,9 +185,7 @@ class MultiHeadAttention(nn.Module):
 
 
 __all__ = [
-    "Dropout",
     "MultiHeadAttention",
-    "dropout",
     "fused_attention",
     "make_causal_mask",
     "make_padding_mask",

@@ -27,7 +27,10 @@ def build_model(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer | Vocab
     """The model ``cfg`` describes, for the tokenizer's vocabularies: each model takes its config
     dataclass, so every size and its default is written once, in :mod:`minitrans.core.config`."""
     if isinstance(cfg, TransformerConfig):
-        from minitrans.models.transformer import Transformer
+        if cfg.implementation == "notes":  # the notes' computation, nothing else
+            from minitrans.models.transformer import Transformer
+        else:  # the same model and parameters, made fast (models/fast/)
+            from minitrans.models.fast.transformer import FastTransformer as Transformer
 
         if cfg.share_embeddings and not tokenizer.is_joint:  # two vocabularies cannot share a table
             cfg = replace(cfg, share_embeddings=False)

@@ -15,7 +15,6 @@ from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
-from minitrans.models.loss import token_loss
 from minitrans.runs.sharing import ALONE, Share
 
 
@@ -41,8 +40,8 @@ def validation_losses(
             indices = batches[number]
             batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-            smoothed = float(token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
-            sums[number] = (float(token_loss(logits, batch.tgt_out)), smoothed, batch.num_tgt_tokens)
+            smoothed = float(model.token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
+            sums[number] = (float(model.token_loss(logits, batch.tgt_out)), smoothed, batch.num_tgt_tokens)
     sums = share.merge(sums)
     plain, smoothed, tokens = 0.0, 0.0, 0
     for number in range(len(batches)):

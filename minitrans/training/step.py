@@ -4,6 +4,8 @@
 the benchmark is one the trainer gets. Mixed precision lives here only, as ``autocast_dtype``:
 None runs in float32 with no autocast at all; ``torch.bfloat16`` runs the forward pass under
 ``torch.autocast`` (the loss is still computed in float32, see :func:`minitrans.models.loss.token_loss`).
+The loss is the model's own (:meth:`~minitrans.models.interface.Seq2SeqModel.token_loss`: the
+fast model's overwrites the spent logits in place, the notes model's is ``F.cross_entropy``).
 :func:`autocast_dtype_for` turns ``trainer.precision`` into that choice.
 
 Policy: bfloat16 only, never float16, and no loss scale. bfloat16 keeps float32's exponent
@@ -24,6 +26,7 @@ from torch import Tensor, nn
 
 from minitrans.core.config import PRECISIONS
 from minitrans.data.batching import Batch
+from minitrans.models.interface import Seq2SeqModel
 from minitrans.models.loss import token_loss
 
 FUSED_ADAM_DEVICES = ("cpu", "cuda")  # where torch.optim.Adam(fused=True) has a kernel
@@ -93,6 +96,19 @@ def _no_reduction(loss: Tensor) -> Tensor:
     return loss
 
 
+def model_loss(model: nn.Module) -> Callable[..., Tensor]:
+    """The loss ``model`` trains with, seen through DistributedDataParallel and torch.compile:
+    its :meth:`Seq2SeqModel.token_loss`, or the plain :func:`token_loss` for any other module."""
+    while not isinstance(model, Seq2SeqModel):
+        inner = getattr(model, "_orig_mod", None) or getattr(model, "module", None)
+        if not isinstance(inner, nn.Module):
+            return lambda logits, tgt_out, label_smoothing=0.0, logits_spent=False: token_loss(
+                logits, tgt_out, label_smoothing
+            )
+        model = inner
+    return model.token_loss
+
+
 def train_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -123,7 +139,7 @@ def train_step(
     with precision:
         logits = model(batch.src, batch.tgt_in)  # (B, T, V)
         # nothing reads the logits after the loss: it reuses their buffer
-        loss = token_loss(logits, batch.tgt_out, label_smoothing, overwrite_logits=True) * loss_scale
+        loss = model_loss(model)(logits, batch.tgt_out, label_smoothing, logits_spent=True) * loss_scale
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     parameters = [p for group in optimizer.param_groups for p in group["params"]]

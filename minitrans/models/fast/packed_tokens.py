@@ -52,7 +52,10 @@ class PackedTokens:
     def self_attention(self, attn: MultiHeadAttention, h: Tensor, src_mask: Tensor) -> Tensor:
         """``attn(h, mask=src_mask)`` for packed h (N, D) -> (N, D): the projections on the real
         tokens, the attention itself over the padded batch."""
-        q, k, v = attn.split_qkv(self.unpack(attn.qkv_proj(h)))  # (B, H, S, Dk|Dv)
+        qkv = self.unpack(attn.qkv_proj(h))  # (N, 2·H·Dk + H·Dv) -> (B, S, 2·H·Dk + H·Dv)
+        qk_width = attn.num_heads * attn.d_k
+        q, k, v = qkv.split([qk_width, qk_width, attn.num_heads * attn.d_v], dim=-1)  # (B, S, H·Dk|H·Dv)
+        q, k, v = attn._split_heads(q, attn.d_k), attn._split_heads(k, attn.d_k), attn._split_heads(v, attn.d_v)
         out, _ = attn.attend_heads(q, k, v, src_mask)  # (B, S, H·Dv)
         return attn.out_proj(self.pack(out))  # (N, D)
 
