@@ -115,6 +115,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def seen_sources(config: dict | None, split: str, sources: list[str], data_root) -> list[bool]:
+    """Which sources are also training sources (all False when the training split cannot be read)."""
+    from minitrans.data.corpus import load_run_split, seen_in_training
+
+    try:
+        train, _, name = load_run_split(config or {}, "train", data_root)
+    except (ValueError, OSError, KeyError, TypeError):
+        return [False] * len(sources)
+    if name == split:
+        return [False] * len(sources)
+    return seen_in_training(train, sources).tolist()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import datasets
@@ -132,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     from minitrans.inference.coverage import check_recorded_split
     from minitrans.inference.ct2 import is_exported, load_translator
     from minitrans.inference.hf_export import WEIGHTS, is_hf_export
+    from minitrans.runs.evaluation import unseen_scores
 
     try:
         exported = is_exported(args.checkpoint)  # a CTranslate2 export writes into its own eval/
@@ -151,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     size = len(sources)
     sources, references = sources[: args.limit], references[: args.limit]
+    seen = seen_sources(translator.config, split, sources, args.data_root)
     options = DecodingOptions(
         beam_size=args.beam, length_penalty=args.length_penalty, max_output_ratio=args.max_output_ratio
     )
@@ -166,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         "length_penalty": args.length_penalty,
         "max_output_ratio": args.max_output_ratio,
         **corpus_scores(hypotheses, references, tgt_lang, tokenize),
+        **unseen_scores(hypotheses, references, seen, tgt_lang, tokenize),
         "by_length": bleu_by_length(sources, hypotheses, references, tgt_lang=tgt_lang, tokenize=tokenize),
     }
     out_dir = args.out if args.out is not None else run_folder(checkpoint) / "eval"
@@ -182,6 +198,12 @@ def run(args: argparse.Namespace) -> int:
         f"{split} ({len(sources)} sentences, beam {args.beam}): BLEU {report['bleu']:.2f}  chrF {report['chrf']:.2f}"
         f"  BLEU (lower-cased) {report['bleu_lowercase']:.2f}  [tokenize {report['bleu_tokenize']}]"
     )
+    if "seen_in_train" in report:
+        unseen = report.get("unseen", {"sentences": 0, "bleu": float("nan")})
+        print(
+            f"  {report['seen_in_train']} of {len(sources)} sources also occur in training: "
+            f"BLEU {unseen['bleu']:.2f} on the {unseen['sentences']} unseen ones"
+        )
     for bucket in report["by_length"]:
         print(f"  source {bucket['bucket']:>6} words: BLEU {bucket['bleu']:6.2f}  ({bucket['count']} sentences)")
     print(f"wrote {hyp_path} and {json_path}")

@@ -64,6 +64,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--score-reference", metavar="FILE", help="score the translations in FILE (one per input line) instead"
     )
+    parser.add_argument(
+        "--keep-case",
+        action="store_true",
+        help="translate the input as given, even when the model trained on lower-case sources only "
+        "(default: then it is lower-cased, with a notice)",
+    )
     parser.add_argument("--info", action="store_true", help="describe the model (languages, corpus, BLEU) and exit")
     add_decoding_flags(parser)  # --length-penalty, --max-output-ratio
     parser.add_argument(
@@ -280,6 +286,8 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             raise InputError(f"--device {args.device}: no such device on this machine") from None
         translator = load_translator(args.checkpoint, device)  # a CTranslate2 export or a checkpoint
+        if args.keep_case:
+            translator.keep_case()
         if args.info:
             from minitrans.inference.model_card import model_card
 

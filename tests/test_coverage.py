@@ -31,9 +31,12 @@ def test_the_record_counts_case_folded_forms_and_names_unseen_words_as_written()
     assert record.word_counts == {"the": 3, "dog": 2, "sees": 1, "cat": 1, "sleeps": 1}
     assert (record.num_pairs, record.num_forms, record.is_capped) == (2, 5, False)
     assert record.unseen("The Cat sees a bird, a BIRD.") == ["a", "bird", "BIRD"]
-    assert record.warnings("THE CAT SLEEPS.") == []
-    assert record.warnings("The cat sees a bird.") == ["words never seen in training: a, bird"]
-    (mostly,) = record.warnings("A bird sees the fish")
+    # every word was seen (case-folded), but capitals the sources never held are byte pieces to the model
+    assert record.warnings("THE CAT SLEEPS.") == [
+        "characters never seen in training (spelt as byte pieces the model never learnt): H E C A S L P"
+    ]
+    assert record.warnings("The cat sees a bird.")[-1] == "words never seen in training: a, bird"  # after b, i, r
+    mostly = record.warnings("A bird sees the fish")[-1]
     assert mostly.startswith("3 of 5 words never seen in training (A, bird, fish)")
     assert "unlikely to mean anything" in mostly
 
@@ -73,3 +76,41 @@ def test_an_old_embedded_corpus_checkpoint_gets_its_record_rebuilt_and_cached(tm
 def test_the_grammar_summary_names_what_it_leaves_out():
     text = coverage_summary()
     assert "no pronouns" in text and "present tense" in text and '"that"' in text
+
+
+def test_a_lower_cased_model_warns_of_capitals_and_emoji_and_lower_cases_its_input():
+    """The word record is case-folded: "I" looked seen, though the model only ever saw "i"
+    and spells "I" as a byte piece it never learnt; an emoji likewise."""
+    record = TrainingRecord.from_sentences(["i have a dog .", "i see a cat ."], "en", "ja", "parallel")
+    assert record.is_lowercase
+    assert record.prepared("I have a cat.") == "i have a cat."
+    assert record.unseen_characters("I have a cat 🐱") == ["🐱"]  # "I" is lower-cased, so it is seen
+    messages = record.warnings("I have a cat 🐱")
+    assert messages[0] == "the model trained on lower-case sources only: the input is lower-cased"
+    assert "🐱" in messages[1] and "never seen" in messages[1]
+    kept = TrainingRecord(**{**record.__dict__, "is_lowercase": False})  # translate.py --keep-case
+    assert kept.unseen_characters("I have a cat 🐱") == ["I", "🐱"]
+    again = TrainingRecord.from_state(record.to_state())
+    assert again.characters == record.characters and again.is_lowercase
+    cased = TrainingRecord.from_sentences(["The dog runs ."], "en", "de", "parallel")
+    assert not cased.is_lowercase and cased.warnings("The dog runs .") == []
+
+
+def test_a_translator_lower_cases_input_for_a_lower_cased_model():
+    from minitrans.data.tokenizer import Tokenizer
+    from minitrans.inference.base import BaseTranslator
+
+    class Echo(BaseTranslator):
+        def search_encoded(self, src_ids, options=None, nbest=1):
+            return []
+
+        def align(self, sources, hypotheses):
+            return []
+
+    sources = ["i have a dog .", "i see a cat ."] * 20
+    tokenizer = Tokenizer.train(sources, ["犬がいます。", "猫を見ます。"] * 20, vocab_size=300)
+    record = TrainingRecord.from_sentences(sources, "en", "ja", "parallel")
+    translator = Echo(tokenizer, 64, record=record)
+    assert translator.encode(["I have a dog ."]) == tokenizer.encode_src(["i have a dog ."])
+    translator.keep_case()
+    assert translator.encode(["I have a dog ."]) == tokenizer.encode_src(["I have a dog ."])

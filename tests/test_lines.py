@@ -90,8 +90,12 @@ def test_warnings_name_unseen_words_and_cut_sentences(translator):
     assert unseen.unseen_words == ["zebra"] and unseen.warnings == ["words never seen in training: zebra"]
     assert any("more than the model's max_len=32" in w for w in long.warnings)
     (two,) = translate_lines(translator, ["Ein zebra fährt. Ein gnu liest ein buch."])
+    lowered = "the model trained on lower-case sources only: the input is lower-cased"  # its corpus is
     assert two.warnings == [
+        f"sentence 1: {lowered}",
         "sentence 1: words never seen in training: zebra",
+        f"sentence 2: {lowered}",
+        "sentence 2: characters never seen in training (spelt as byte pieces the model never learnt): g",
         "sentence 2: words never seen in training: gnu",
     ]
 

@@ -138,3 +138,12 @@ def test_a_runs_evaluation_scores_bleu_for_its_target_language():
     assert scores["bleu"] == pytest.approx(corpus_scores(hyps, [CHINESE_REF], "zh")["bleu"]) and scores["bleu"] > 50
     config = {"data": {"tgt_lang": "zh"}, "trainer": {"bleu_tokenize": "13a"}}
     assert evaluate_split(EchoTranslator(config), split, DecodingOptions())[0]["bleu_tokenize"] == "13a"
+
+
+def test_arabic_script_targets_are_scored_with_intl():
+    """13a leaves ؟ and ، on the word before them: a right word with its question mark is a miss."""
+    assert bleu_tokenizer("ar") == bleu_tokenizer("fa") == bleu_tokenizer("ur-PK") == "intl"
+    assert bleu_tokenizer("de") == "13a" and bleu_tokenizer("ar", "13a") == "13a"
+    hyp, ref = ["هل أنت بخير ؟"], ["هل أنت بخير؟"]
+    assert corpus_scores(hyp, ref, tgt_lang="ar")["bleu"] == pytest.approx(100.0)
+    assert corpus_scores(hyp, ref, tgt_lang="ar", tokenize="13a")["bleu"] < 100.0

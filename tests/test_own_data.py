@@ -10,11 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pytest
 
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import CleanConfig, DataConfig
-from minitrans.data.corpus import load_split, prepare_corpus
+from minitrans.data.corpus import describe, load_split, overlap_warnings, prepare_corpus, seen_in_training
+from minitrans.runs.evaluation import unseen_scores
 
 EN = [f"the dog number {i} runs home ." for i in range(60)]
 FR = [f"le chien numéro {i} rentre à la maison ." for i in range(60)]
@@ -55,7 +57,7 @@ def test_a_folder_of_files_with_any_split_names(folder, tmp_path):
     assert pairs(corpus.splits["train"]) == list(zip(EN[:40], FR[:40]))
     assert pairs(corpus.splits["valid"]) == list(zip(EN[40:50], FR[40:50]))  # "dev" stands in for "valid"
     assert pairs(corpus.splits["tst2020"]) == list(zip(EN[50:], FR[50:]))
-    assert corpus.report["splits"]["valid"] == {"pairs": 10, "from": "dev"}
+    assert corpus.report["splits"]["valid"] == {"pairs": 10, "from": "dev", "sources_in_train": 0}
     assert corpus.report["held_out"] == {}
     reverse = prepare_corpus(replace(cfg, src_lang="fr", tgt_lang="en"))
     assert pairs(reverse.splits["train"])[0] == (FR[0], EN[0])
@@ -111,6 +113,61 @@ def test_repeats_of_held_out_pairs_leave_training(tmp_path):
     assert not held & set(pairs(corpus.splits["train"]))
     removed = corpus.report["held_out"]["repeats_removed_from_train"]
     assert removed > 0 and len(corpus.splits["train"]) == 2 * len(EN) - 10 - removed
+
+
+def test_a_held_out_source_leaves_training_with_all_its_translations(tmp_path):
+    """Tatoeba gives one source several translations: holding out pairs leaves the other
+    translations of a held-out source in training, and the model recites them on the test."""
+    root = tmp_path / "two-translations"
+    root.mkdir()
+    write(root / "train.en", EN + EN)  # each source twice, with two different translations
+    write(root / "train.fr", FR + [f.replace("le chien", "ce chien") for f in FR])
+    corpus = prepare_corpus(config(tmp_path, root=str(root), num_valid=5, num_test=5))
+    train_sources = set(corpus.splits["train"]["src"])
+    for name in ("valid", "test"):
+        assert not set(corpus.splits[name]["src"]) & train_sources
+        assert corpus.report["splits"][name]["sources_in_train"] == 0
+    held = corpus.report["held_out"]
+    assert held["by"] == "source sentence" and held["repeats_removed_from_train"] == 0
+    removed = held["translations_removed_from_train"]
+    assert removed > 0 and len(corpus.splits["train"]) == 2 * len(EN) - 10 - removed
+    assert any("other translations of held-out sources" in line for line in describe(corpus.report))
+
+
+def test_the_held_out_split_is_unchanged_when_no_source_repeats(tmp_path):
+    """Holding out by source is holding out by pair when every source is unique: the same split."""
+    root = tmp_path / "unique"
+    root.mkdir()
+    write(root / "train.en", EN)
+    write(root / "train.fr", FR)
+    corpus = prepare_corpus(config(tmp_path, root=str(root), num_valid=7, num_test=9))
+    rng_order = np.random.default_rng(corpus.report["held_out"]["seed"]).permutation(len(EN))
+    assert corpus.splits["valid"]["src"] == [EN[i] for i in rng_order[:7]]
+    assert corpus.splits["test"]["src"] == [EN[i] for i in rng_order[7:16]]
+    assert corpus.splits["train"]["src"] == [EN[i] for i in sorted(rng_order[16:])]
+
+
+def test_a_corpus_test_split_whose_sources_occur_in_training_is_counted(tmp_path):
+    root = tmp_path / "own-test"
+    root.mkdir()
+    write(root / "train.en", EN[:40])
+    write(root / "train.fr", FR[:40])
+    write(root / "test.en", [*EN[:3], *EN[50:55]])  # three sources the model trains on
+    write(root / "test.fr", [*(f"autre {f}" for f in FR[:3]), *FR[50:55]])
+    corpus = prepare_corpus(config(tmp_path, root=str(root)))
+    assert corpus.report["splits"]["test"]["sources_in_train"] == 3
+    assert overlap_warnings(corpus.report) == [
+        "split test: 3 of 8 source sentences also occur in training (with this or another translation): a model "
+        "may repeat what it learnt for them; BLEU on the unseen ones is reported beside the whole"
+    ]
+    seen = seen_in_training(corpus.splits["train"], corpus.splits["test"])
+    assert seen.tolist() == [True] * 3 + [False] * 5
+    hyps = list(corpus.splits["test"]["tgt"])
+    hyps[3:] = ["rien"] * 5  # recites the seen ones, gets the unseen ones wrong
+    scores = unseen_scores(hyps, corpus.splits["test"]["tgt"], seen)
+    assert scores["seen_in_train"] == 3 and scores["unseen"]["sentences"] == 5
+    assert scores["unseen"]["bleu"] == pytest.approx(0.0)
+    assert unseen_scores(hyps, hyps, [False] * 8) == {}
 
 
 def test_the_prepared_corpus_is_cached_and_follows_its_files(folder, tmp_path):
@@ -234,8 +291,10 @@ def test_a_run_on_a_folder_reports_its_data_and_holds_ids_compactly(tmp_path, ti
     trainer = Trainer(cfg, tmp_path / "run")
     assert isinstance(trainer.src_ids, TokenIds) and len(trainer.src_ids) == 110
     summary = trainer.fit()
-    assert summary.data["splits"]["test"] == {"pairs": 10, "from": "test"}
-    assert summary.data["splits"]["valid"] == {"pairs": 10, "from": "held out of training"}
+    # the corpus's own test split is ten training pairs: counted, and scored as seen
+    assert summary.data["splits"]["test"] == {"pairs": 10, "from": "test", "sources_in_train": 10}
+    assert summary.test["seen_in_train"] == 10 and "unseen" not in summary.test
+    assert summary.data["splits"]["valid"] == {"pairs": 10, "from": "held out of training", "sources_in_train": 0}
     assert summary.data["too_many_subwords"] == 0 and summary.test["sentences"] == 10
     assert trainer.record.num_pairs == 110 and trainer.record.src_lang == "de"
 

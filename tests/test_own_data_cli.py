@@ -49,10 +49,12 @@ def test_a_folder_of_files_trains_and_evaluates_on_its_held_out_test_split(folde
     run = tmp_path / "run"
     summary = json.loads((run / "summary.json").read_text())
     data = summary["data"]
-    assert data["splits"]["valid"] == {"pairs": 8, "from": "held out of training"}
-    assert data["splits"]["train"]["pairs"] == 150 - 16 - data["held_out"]["repeats_removed_from_train"]
+    assert data["splits"]["valid"] == {"pairs": 8, "from": "held out of training", "sources_in_train": 0}
+    held = data["held_out"]
+    removed = held["repeats_removed_from_train"] + held["translations_removed_from_train"]
+    assert data["splits"]["train"]["pairs"] == 150 - 16 - removed
     assert set(data["cleaning"]["dropped"]) == {"empty", "too_long", "length_ratio", "duplicate"}
-    assert "held out of training (seed 1234)" in (run / "train.log").read_text()
+    assert "held out of training by source sentence (seed 1234)" in (run / "train.log").read_text()
     assert summary["test"]["sentences"] == 8
     evaluated = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "evaluate.py"), str(run), "--split", "test", "--device", "cpu"],

@@ -78,3 +78,16 @@ def test_a_damaged_tokenizer_or_tokenised_corpus_cache_is_rebuilt(tmp_path, tiny
         again = prepare_training_data(cfg)
     assert [row.tolist() for row in again.src_ids] == [row.tolist() for row in first.src_ids]
     assert again.tokenizer.src_proto == first.tokenizer.src_proto
+
+
+def test_the_targets_own_characters_survive_a_round_trip():
+    """Full-width forms (Japanese, Chinese) and U+200C (Persian) are text, not noise to
+    normalise away: NFKC would write ？ as ? and １０ as 10, and turn ZWNJ into a space."""
+    ja = ["１０時に会いましょう？", "本当ですか！", "はい、１０個です。"] * 20
+    fa = ["می\u200cخواهم بروم", "کتاب\u200cها را دیدم"] * 20
+    tok = Tokenizer.train(EN, ja + fa, vocab_size=300)
+    for text in ("１０時ですか？", "می\u200cخواهم"):
+        assert tok.decode_tgt(tok.encode_tgt([text])[0]) == text
+    # whitespace still becomes one space, as cleaning makes it, and text is composed (NFC)
+    assert tok.decode_tgt(tok.encode_tgt(["der\tHund\u3000schläft"])[0]) == "der Hund schläft"
+    assert tok.encode_tgt(["scha\u0308dlich"]) == tok.encode_tgt(["schädlich"])

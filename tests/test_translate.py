@@ -511,7 +511,10 @@ def test_a_few_lines_still_get_their_warnings_line_by_line(script, copier, run, 
     recorded = Translator(copier.model, copier.tokenizer, 32, torch.device("cpu"), record=record)
     monkeypatch.setattr(Translator, "from_checkpoint", classmethod(lambda cls, path, device: recorded))
     assert script.main([str(run), SRC[0], "who fährt fahrrad ."]) == 0
-    assert capsys.readouterr().err.splitlines() == ["warning: line 2: words never seen in training: who"]
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: line 2: characters never seen in training (spelt as byte pieces the model never learnt): o",
+        "warning: line 2: words never seen in training: who",
+    ]
 
 
 def test_a_reference_longer_than_the_model_is_scored_with_a_warning(script, run, tmp_path, capsys):

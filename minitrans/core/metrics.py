@@ -3,7 +3,8 @@ BLEU for comparison with tutorials, and BLEU by source-length bucket.
 
 BLEU's tokenizer is sacrebleu's own choice for the target language (``zh`` for Chinese,
 ``ja-mecab`` for Japanese, ``ko-mecab`` for Korean, ``13a`` otherwise) unless one is named;
-every score carries the tokenizer and sacrebleu's signature, so a figure says how it was made.
+Arabic-script targets (Arabic, Persian, Urdu, ...) get ``intl``, which splits ``؟`` and ``،``
+from the word before them, where ``13a`` leaves them attached; every score carries the tokenizer and sacrebleu's signature, so a figure says how it was made.
 Japanese and Korean need MeCab (``pip install minitrans[ja]`` / ``[ko]``, sacrebleu's own
 extras); without it BLEU falls back to the ``char`` tokenizer, with one warning.
 """
@@ -19,6 +20,7 @@ from sacrebleu.metrics import BLEU, CHRF
 DEFAULT_BUCKETS = (10, 20, 30, 40, 50)  # upper bounds (inclusive) of source-word buckets; the last is open
 BLEU_TOKENIZERS = tuple(BLEU.TOKENIZERS)  # the names sacrebleu accepts for its tokenize argument
 MECAB_FALLBACK = "char"  # BLEU's tokenizer for Japanese or Korean when MeCab is not installed
+ARABIC_SCRIPT = ("ar", "fa", "ur", "ps", "ckb", "sd", "ug", "ku", "arz", "apc", "ary", "acm", "prs", "pes")
 EXTRAS = {"ja-mecab": "ja", "ko-mecab": "ko"}  # the tokenizers that need an extra, and its name
 
 
@@ -36,6 +38,8 @@ def bleu_tokenizer(tgt_lang: str | None = None, tokenize: str | None = None) -> 
             raise ValueError(f"unknown BLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}")
         return tokenize
     by_language = getattr(BLEU, "_TOKENIZER_MAP", {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"})  # sacrebleu's table
+    if primary_language(tgt_lang) in ARABIC_SCRIPT:
+        return "intl"
     return _usable(by_language.get(primary_language(tgt_lang), BLEU.TOKENIZER_DEFAULT))
 
 

@@ -26,15 +26,16 @@ import pyarrow.compute as pc
 
 from minitrans.core.checks import ConfigError, first_line
 from minitrans.core.config import DataConfig
-from minitrans.data.cleaning import clean_pairs, emptied_message
+from minitrans.data.cleaning import clean_pairs, emptied_message, normalize_text
 from minitrans.data.digest import pairs_digest
 from minitrans.data.sources import corpus_source, resolve_splits
 from minitrans.data.token_ids import remove_partial_folders, save_atomically
 
 log = logging.getLogger(__name__)
 
-# bump when preparation changes what it produces from the same inputs (2: script-weighted length ratio)
-PIPELINE_VERSION = 2
+# bump when preparation changes what it produces from the same inputs (2: script-weighted length
+# ratio; 3: held out by source sentence)
+PIPELINE_VERSION = 3
 # settings that shape the tokenisation, not the prepared corpus
 TOKENIZER_KEYS = ("cache_dir", "vocab_size", "spm_model_type", "joint_vocab", "spm_sample", "max_tokens")
 
@@ -119,12 +120,21 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
             out[name] = train.take(order[start : start + sizes[name]])  # a seeded random sample, in random order
             start += sizes[name]
         rest = train.take(np.sort(order[start:]))
-        # the held-out pairs are disjoint from training by position; a repeat of one elsewhere
-        # in the corpus would still leak it into training, so repeats leave training too
-        held_keys = pa.concat_arrays([_pair_keys(out[name]) for name in held])
-        repeats = pc.is_in(_pair_keys(rest), value_set=held_keys)
-        train = rest.filter(pc.invert(repeats))
-        info = {"seed": cfg.corpus_seed, "pairs": sizes, "repeats_removed_from_train": len(rest) - len(train)}
+        # held out by source sentence: a corpus may give one source several translations (Tatoeba
+        # does), and a model that trained on one of them reproduces it for the held-out other, so
+        # every training pair whose source is held out leaves training (a repeated pair among them)
+        held_sources = pa.concat_arrays([out[name].column("src").combine_chunks() for name in held])
+        held_pairs = pa.concat_arrays([_pair_keys(out[name]) for name in held])
+        same_source = pc.is_in(rest.column("src"), value_set=held_sources)
+        same_pair = int(pc.sum(pc.is_in(_pair_keys(rest), value_set=held_pairs)).as_py() or 0)
+        train = rest.filter(pc.invert(same_source))
+        info = {
+            "seed": cfg.corpus_seed,
+            "pairs": sizes,
+            "by": "source sentence",
+            "repeats_removed_from_train": same_pair,  # the same pair again
+            "translations_removed_from_train": len(rest) - len(train) - same_pair,  # its source, another target
+        }
     splits = {cfg.train_split: train}
     for name, source in roles.items():
         if name != cfg.train_split:
@@ -134,6 +144,7 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
             name: {
                 "pairs": len(table),
                 "from": "held out of training" if roles.get(name, name) is None else roles.get(name, name),
+                **({} if name == cfg.train_split else {"sources_in_train": int(seen_in_training(train, table).sum())}),
             }
             for name, table in splits.items()
         },
@@ -147,6 +158,20 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
 def without_bom(table: pa.Table) -> pa.Table:
     """Evaluation pairs are not cleaned, but a byte-order mark (a file's first line) is never text."""
     return pa.table({name: pc.replace_substring_regex(table.column(name), "^\ufeff", "") for name in ("src", "tgt")})
+
+
+def seen_in_training(train: pa.Table | datasets.Dataset, split: pa.Table | datasets.Dataset | list[str]) -> np.ndarray:
+    """For each pair of ``split`` (or each source sentence in a list), whether its source
+    sentence, normalised as cleaning does, is the source of a training pair (with this or
+    another translation): a model may have learnt its translation by heart."""
+
+    def sources(pairs) -> pa.Array:
+        if isinstance(pairs, list):
+            return pa.array(pairs, pa.string())
+        return (arrow_table(pairs) if isinstance(pairs, datasets.Dataset) else pairs).column("src").combine_chunks()
+
+    known = pc.unique(normalize_text(sources(train)))
+    return pc.is_in(normalize_text(sources(split)), value_set=known).to_numpy(zero_copy_only=False)
 
 
 def _pair_keys(table: pa.Table) -> pa.Array:
@@ -168,12 +193,25 @@ def describe(report: dict) -> list[str]:
         lines.append(f"split {name}: {split['pairs']:,} pairs (from {split['from']})")
     held = report.get("held_out")
     if held:
+        other = held.get("translations_removed_from_train")
         lines.append(
-            f"held out of training (seed {held['seed']}): "
+            f"held out of training by {held.get('by', 'pair')} (seed {held['seed']}): "
             + ", ".join(f"{name} {n:,}" for name, n in held["pairs"].items())
-            + f"; {held['repeats_removed_from_train']:,} repeats of held-out pairs removed from training"
+            + f"; removed from training: {held['repeats_removed_from_train']:,} repeats of held-out pairs"
+            + ("" if other is None else f", {other:,} other translations of held-out sources")
         )
     return lines
+
+
+def overlap_warnings(report: dict) -> list[str]:
+    """One line for each evaluation split whose sources also occur in training."""
+    return [
+        f"split {name}: {split['sources_in_train']:,} of {split['pairs']:,} source sentences also occur in "
+        "training (with this or another translation): a model may repeat what it learnt for them; BLEU on "
+        "the unseen ones is reported beside the whole"
+        for name, split in report["splits"].items()
+        if split.get("sources_in_train")
+    ]
 
 
 # -- one split by name (evaluate.py, the benchmark) -------------------------------------------

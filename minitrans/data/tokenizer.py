@@ -5,6 +5,14 @@ character never seen in training is spelt as UTF-8 byte pieces instead of becomi
 A joint vocabulary (one model for both languages) is the default; with ``joint=False`` each
 language gets its own model. The serialized models travel inside checkpoints, so a checkpoint
 alone is enough to translate.
+
+Text keeps its own characters: SentencePiece's default normalisation (``nmt_nfkc``) would
+rewrite full-width ``？`` and ``１０`` as ASCII and U+200C (zero-width non-joiner) as a space,
+so a model could never write a reference's characters. New models normalise by
+:data:`NORMALIZATION_RULES` instead: every whitespace character becomes a space (as cleaning
+does), nothing else changes; text is composed to NFC before SentencePiece sees it. On ASCII and
+composed Latin text (the generated corpus) this is what ``nmt_nfkc`` did, so its pieces and ids
+are unchanged. Models trained before keep the normalisation their proto holds.
 """
 
 from __future__ import annotations
@@ -12,15 +20,29 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import tempfile
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from minitrans.core.utils import write_atomic
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+# SentencePiece's rule table (code points in hex, tab, replacement): whitespace other than the
+# space becomes a space (all of them are in the BMP); every other character is kept (no NFKC,
+# which rewrites full-width forms)
+WHITESPACE = [c for c in range(0x10000) if c != 0x20 and (chr(c).isspace() or unicodedata.category(chr(c)) == "Zs")]
+RULES_NAME = "minitrans_whitespace"  # the name a model's proto gives these rules
+NORMALIZATION_RULES = "".join(f"{c:X}\t20\n" for c in WHITESPACE)
+
+
+def composed(text: str) -> str:
+    """``text`` in Unicode NFC (composed ä, not a + combining diaeresis), as models see it."""
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
 def _train_model(texts: Sequence[str], vocab_size: int, model_type: str) -> bytes:
@@ -34,9 +56,23 @@ def _train_model(texts: Sequence[str], vocab_size: int, model_type: str) -> byte
         )
         vocab_size = smallest
     model = io.BytesIO()
+    with tempfile.TemporaryDirectory() as folder:  # the trainer reads its rules from a file
+        rules = Path(folder) / "rules.tsv"
+        rules.write_text(NORMALIZATION_RULES, encoding="utf-8")
+        _train(map(composed, texts), model, vocab_size, model_type, str(rules))
+    # the proto records the rules file's (temporary) path: name the rules instead, so that the
+    # same corpus always gives the same bytes
+    proto = model_pb2.ModelProto.FromString(model.getvalue())
+    proto.normalizer_spec.ClearField("normalization_rule_tsv")
+    proto.normalizer_spec.name = RULES_NAME
+    return proto.SerializeToString()
+
+
+def _train(texts, model: io.BytesIO, vocab_size: int, model_type: str, rules: str) -> None:
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts),
+        sentence_iterator=texts,
         model_writer=model,
+        normalization_rule_tsv=rules,
         vocab_size=vocab_size,
         model_type=model_type,
         character_coverage=1.0,
@@ -49,7 +85,6 @@ def _train_model(texts: Sequence[str], vocab_size: int, model_type: str) -> byte
         num_threads=os.cpu_count() or 1,
         minloglevel=2,
     )
-    return model.getvalue()
 
 
 class Tokenizer:
@@ -93,7 +128,7 @@ class Tokenizer:
         with the same settings (the cache key is a fingerprint of both)."""
         # Each side's count, then every text's byte length before its bytes: no separator a
         # sentence could hold, so a row with a newline and two rows never share a cache entry.
-        fingerprint = hashlib.sha256(f"{vocab_size}|{model_type}|{joint}|v2".encode())
+        fingerprint = hashlib.sha256(f"{vocab_size}|{model_type}|{joint}|v3".encode())
         for texts in (src_texts, tgt_texts):
             fingerprint.update(len(texts).to_bytes(8, "little"))
             for text in texts:
@@ -143,11 +178,11 @@ class Tokenizer:
     # -- using --------------------------------------------------------------------------
     def encode_src(self, texts: Sequence[str]) -> list[list[int]]:
         """Source sentences -> ids ending in EOS (so even an empty line has one token)."""
-        return self.src.encode(list(texts), add_eos=True)
+        return self.src.encode(list(map(composed, texts)), add_eos=True)
 
     def encode_tgt(self, texts: Sequence[str]) -> list[list[int]]:
         """Target sentences -> ids without BOS/EOS (batching adds them)."""
-        return self.tgt.encode(list(texts))
+        return self.tgt.encode(list(map(composed, texts)))
 
     def decode_tgt(self, ids: Sequence[int]) -> str:
         """Target ids -> text, stopping at the first EOS and skipping BOS/padding."""

@@ -18,7 +18,7 @@ import functools
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from minitrans.core.decoding_options import DecodingOptions
@@ -119,10 +119,20 @@ class BaseTranslator(ABC):
             return rebuild_record(self.config, self.config.get("data", {}).get("cache_dir"))
         return self._record
 
+    def keep_case(self) -> None:
+        """Translate input as given, even for a model that trained on lower-case sources only
+        (whose capitals are then warned about as characters it never saw)."""
+        record = self.record
+        if record is not None and record.is_lowercase:
+            self.__dict__["record"] = replace(record, is_lowercase=False)
+
     # -- text and ids ------------------------------------------------------------------------
     def encode(self, sentences: Sequence[str]) -> list[list[int]]:
         """Source ids ending in EOS; a blank sentence is just [EOS] (and is never decoded)."""
         sentences = list(sentences)
+        record = self.record
+        if record is not None and record.is_lowercase:  # record.warnings says so
+            sentences = [record.prepared(text) for text in sentences]
         ids = self.tokenizer.encode_src(sentences)
         return [row if text.strip() else [self.tokenizer.eos_id] for text, row in zip(sentences, ids)]
 

@@ -45,6 +45,10 @@ class TrainingRecord:
     num_forms: int  # distinct source word forms in training (more than word_counts holds if capped)
     is_rebuilt: bool = False  # rebuilt from the run's configuration, not written at training time
     data_digests: dict[str, str] | None = None  # split -> digest of its pairs (minitrans.data.digest)
+    # every character of the training sources (None: not recorded, an older checkpoint); a word
+    # record is case-folded, so only this shows that "I" or an emoji was never seen
+    characters: str | None = None
+    is_lowercase: bool | None = None  # the training sources hold lower-case letters and no capitals
 
     @classmethod
     def from_sentences(
@@ -57,12 +61,37 @@ class TrainingRecord:
         max_forms: int = MAX_FORMS,
     ) -> TrainingRecord:
         counts: Counter[str] = Counter()
+        characters: set[str] = set()
         pairs = 0
         for sentence in sources:
             counts.update(word.casefold() for word in words(sentence))
+            characters.update(sentence)
             pairs += 1
         kept = dict(counts.most_common(max_forms))
-        return cls(src_lang, tgt_lang, corpus, pairs if num_pairs is None else num_pairs, kept, len(counts))
+        has_case = [c for c in characters if c.lower() != c.upper()]
+        is_lowercase = bool(has_case) and all(c == c.lower() for c in has_case)
+        return cls(
+            src_lang,
+            tgt_lang,
+            corpus,
+            pairs if num_pairs is None else num_pairs,
+            kept,
+            len(counts),
+            characters="".join(sorted(characters)),
+            is_lowercase=is_lowercase,
+        )
+
+    def prepared(self, text: str) -> str:
+        """The input as the model should get it: lower-cased when it trained on lower-case
+        sources only (a capital would be byte pieces it never saw)."""
+        return text.lower() if self.is_lowercase else text
+
+    def unseen_characters(self, text: str) -> list[str]:
+        """The characters of ``text`` (as the model gets it) never seen in the training sources."""
+        if self.characters is None:
+            return []
+        known = set(self.characters)
+        return list(dict.fromkeys(c for c in self.prepared(text) if c not in known and not c.isspace()))
 
     @property
     def is_capped(self) -> bool:
@@ -79,6 +108,17 @@ class TrainingRecord:
     def warnings(self, text: str) -> list[str]:
         """What a user should be told about ``text``: nothing, unseen words, or that most of
         its words are unseen and the translation is unlikely to mean anything."""
+        notes = []
+        if self.is_lowercase and self.prepared(text) != text:
+            notes.append("the model trained on lower-case sources only: the input is lower-cased")
+        strange = self.unseen_characters(text)
+        if strange:
+            notes.append(
+                f"characters never seen in training (spelt as byte pieces the model never learnt): {' '.join(strange)}"
+            )
+        return notes + self._word_warnings(text)
+
+    def _word_warnings(self, text: str) -> list[str]:
         found = words(text)
         unseen = self.unseen(text)
         if not unseen:
@@ -122,6 +162,8 @@ class TrainingRecord:
             "num_forms": self.num_forms,
             "word_counts": "\n".join(f"{word}\t{count}" for word, count in self.word_counts.items()),
             "data_digests": self.data_digests,
+            "characters": self.characters,
+            "is_lowercase": self.is_lowercase,
         }
 
     @classmethod
@@ -138,6 +180,8 @@ class TrainingRecord:
             counts,
             state["num_forms"],
             data_digests=state.get("data_digests"),
+            characters=state.get("characters"),
+            is_lowercase=state.get("is_lowercase"),
         )
 
 

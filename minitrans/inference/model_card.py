@@ -67,6 +67,11 @@ def model_card(translator: BaseTranslator, location: str | Path | None = None) -
         lines.append(
             f"corpus:     {note}; {record.num_pairs:,} training pairs, "
             f"{record.num_forms:,} distinct source words{rebuilt}"
+            + (
+                "; the sources are all lower-case: input is lower-cased (translate.py --keep-case keeps it)"
+                if record.is_lowercase
+                else ""
+            )
         )
     else:
         lines.append(f"corpus:     {note}; coverage unknown (this checkpoint predates the record of its training data)")

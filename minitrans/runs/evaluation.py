@@ -75,6 +75,26 @@ def translate_shared(
     return [found.get(i, []) for i in range(len(src_ids))]
 
 
+def unseen_scores(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    seen: Sequence[bool],
+    tgt_lang: str | None = None,
+    tokenize: str | None = None,
+) -> dict:
+    """``seen_in_train`` (how many sources the model saw in training, with some translation)
+    and ``unseen``: BLEU and chrF on the other sentences, which measure translation rather than
+    recall; empty when no source was seen."""
+    if not any(seen):
+        return {}
+    kept = [(h, r) for h, r, was_seen in zip(hypotheses, references, seen) if not was_seen]
+    out: dict = {"seen_in_train": sum(map(bool, seen))}
+    if kept:
+        scores = corpus_scores([h for h, _ in kept], [r for _, r in kept], tgt_lang, tokenize)
+        out["unseen"] = {"sentences": len(kept), "bleu": scores["bleu"], "chrf": scores["chrf"]}
+    return out
+
+
 def evaluate_split(
     translator: Translator,
     split: datasets.Dataset,
@@ -94,6 +114,8 @@ def evaluate_split(
         return {}, hypotheses
     tgt_lang, tokenize = bleu_settings(translator.config)
     scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize)
+    if "seen_in_train" in rows.column_names:
+        scores |= unseen_scores(hypotheses, rows["tgt"], rows["seen_in_train"], tgt_lang, tokenize)
     if with_buckets:
         scores["by_length"] = bleu_by_length(rows["src"], hypotheses, rows["tgt"], tgt_lang=tgt_lang, tokenize=tokenize)
     scores["sentences"] = len(hypotheses)

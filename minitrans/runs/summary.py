@@ -66,8 +66,10 @@ class RunSummary:
 def summary_line(summary: RunSummary, out_dir: str | Path) -> str:
     """The one line a finished run prints."""
     test, valid = summary.test, summary.valid
+    unseen = test.get("unseen")
+    also = f" ({unseen['bleu']:.2f} on the {unseen['sentences']:,} unseen in training)" if unseen else ""
     return (
-        f"{summary.model} ({summary.params:,} params): test BLEU {test['bleu']:.2f} chrF {test['chrf']:.2f} | "
+        f"{summary.model} ({summary.params:,} params): test BLEU {test['bleu']:.2f}{also} chrF {test['chrf']:.2f} | "
         f"valid BLEU {valid['bleu']:.2f} loss {valid['loss']:.3f} | {summary.steps} steps, "
         f"{summary.train_seconds:.0f} s training in {summary.processes} process{'es' if summary.processes > 1 else ''} | {out_dir}"
     )

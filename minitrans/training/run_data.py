@@ -21,13 +21,14 @@ from minitrans.core.checks import ConfigError, first_line
 from minitrans.core.config import DataConfig, TrainConfig
 from minitrans.core.utils import write_atomic
 from minitrans.data.batching import TokenBatchSampler
-from minitrans.data.corpus import PreparedCorpus, describe, prepare_corpus
+from minitrans.data.corpus import PreparedCorpus, describe, overlap_warnings, prepare_corpus, seen_in_training
 from minitrans.data.token_ids import TokenIds
 from minitrans.data.tokenize import tokenize_corpus, tokenize_pairs
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.coverage import TrainingRecord
 
 log = logging.getLogger(__name__)
+SEEN_COLUMN = "seen_in_train"  # a test split's column: its source sentence is a training source too
 
 
 @dataclass
@@ -126,6 +127,8 @@ def prepare_training_data(
     corpus = prepare_corpus(dcfg)
     for line in describe(corpus.report):
         log.info(line)
+    for line in overlap_warnings(corpus.report):
+        log.warning(line)
     check_same_data(recorded, corpus)
     for name in [dcfg.valid_split, *dcfg.test_splits]:
         if len(corpus.splits[name]) == 0:
@@ -133,6 +136,10 @@ def prepare_training_data(
     tokenizer = Tokenizer.from_state(tokenizer_state) if tokenizer_state is not None else train_tokenizer(dcfg, corpus)
     evaluated = datasets.DatasetDict({n: s for n, s in corpus.splits.items() if n != dcfg.train_split})
     splits = tokenize_corpus(evaluated, tokenizer, dcfg.cache_dir)
+    for name in dcfg.test_splits:  # which test sources the model saw in training: BLEU on the rest too
+        if corpus.report["splits"][name].get("sources_in_train"):
+            seen = seen_in_training(corpus.splits[dcfg.train_split], corpus.splits[name])
+            splits[name] = splits[name].add_column(SEEN_COLUMN, seen.tolist())
     splits[dcfg.valid_split], sample = validation_sample(
         splits[dcfg.valid_split],
         cfg.trainer.eval_sentences,
