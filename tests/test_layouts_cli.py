@@ -63,7 +63,7 @@ def test_an_opennmt_folder_trains_as_it_comes(tmp_path, pairs, tiny_overrides, r
     result = run_train(*args)
     assert result.returncode == 0, result.stderr[-2000:]
     splits = json.loads((tmp_path / "run" / "summary.json").read_text())["data"]["splits"]
-    assert splits["valid"] == {"pairs": 10, "from": "val"}
+    assert splits["valid"] == {"pairs": 10, "from": "val", "sources_in_train": 0}  # its own split: counted, none seen
     assert splits["test"]["from"] == "held out of training"
 
 
