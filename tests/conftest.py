@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_SCRIPT = REPO / "scripts" / "train.py"
@@ -156,3 +157,17 @@ def _quick_tests_start_no_processes(request, monkeypatch):
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", refuse)
+
+
+def last_weights(run: Path) -> dict[str, torch.Tensor]:
+    """The model weights of a run folder's checkpoints/last.pt."""
+    from minitrans.core.checkpoint import load_checkpoint
+
+    return load_checkpoint(run / "checkpoints" / "last.pt")["model"]
+
+
+def assert_bitwise_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    """Two state dicts hold the same names and bitwise the same tensors."""
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name

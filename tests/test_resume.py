@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, TRAIN_SCRIPT, script_env, train_command
+from conftest import REPO, TRAIN_SCRIPT, assert_bitwise_equal, last_weights, script_env, train_command
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from minitrans.core.checkpoint import load_checkpoint
@@ -29,16 +29,6 @@ def scalars(run: Path, tag: str) -> dict[int, float]:
     steps = [(event.step, event.value) for event in events.Scalars(tag)]
     assert len(steps) == len({step for step, _ in steps}), f"{tag} logged twice for a step"
     return dict(steps)
-
-
-def weights(run: Path) -> dict[str, torch.Tensor]:
-    return load_checkpoint(run / "checkpoints" / "last.pt")["model"]
-
-
-def assert_bitwise_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
-    assert a.keys() == b.keys()
-    for name in a:
-        assert torch.equal(a[name], b[name]), name
 
 
 def state(run: Path) -> dict:
@@ -86,7 +76,7 @@ def test_a_killed_run_resumes_bitwise_at_an_epoch_boundary_and_mid_epoch(tmp_pat
     finished = run_train(*common, "trainer.max_steps=40", f"hydra.run.dir={run}")
     assert finished.returncode == 0, finished.stderr
     assert "resumed from" in (run / "train.log").read_text()
-    assert_bitwise_equal(weights(run), weights(reference))
+    assert_bitwise_equal(last_weights(run), last_weights(reference))
     assert scalars(run, "train/loss_label_smoothed") == scalars(
         reference, "train/loss_label_smoothed"
     )  # every step, 1..40
@@ -211,7 +201,7 @@ def test_the_same_seed_gives_bitwise_the_same_weights_and_another_seed_does_not(
         for name, seed in (("a", 0), ("b", 0), ("c", 1)):
             cfg = tiny_config(f"seed={seed}", "trainer.max_steps=8", "trainer.eval_every=1000", "model.dropout=0.2")
             train(cfg, tmp_path / name)
-            runs[name] = weights(tmp_path / name)
+            runs[name] = last_weights(tmp_path / name)
     finally:
         torch.set_num_threads(threads)
     assert_bitwise_equal(runs["a"], runs["b"])

@@ -9,7 +9,7 @@ alone is enough to translate.
 Text keeps its own characters: SentencePiece's default normalisation (``nmt_nfkc``) would
 rewrite full-width ``？`` and ``１０`` as ASCII and U+200C (zero-width non-joiner) as a space,
 so a model could never write a reference's characters. New models normalise by
-:data:`NORMALIZATION_RULES` instead: every whitespace character becomes a space (as cleaning
+:func:`normalization_rules` instead: every whitespace character becomes a space (as cleaning
 does), nothing else changes; text is composed to NFC before SentencePiece sees it. On ASCII and
 composed Latin text (the generated corpus) this is what ``nmt_nfkc`` did, so its pieces and ids
 are unchanged. Models trained before keep the normalisation their proto holds.
@@ -17,6 +17,7 @@ are unchanged. Models trained before keep the normalisation their proto holds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -32,12 +33,17 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from minitrans.core.utils import write_atomic
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-# SentencePiece's rule table (code points in hex, tab, replacement): whitespace other than the
-# space becomes a space (all of them are in the BMP); every other character is kept (no NFKC,
-# which rewrites full-width forms)
-WHITESPACE = [c for c in range(0x10000) if c != 0x20 and (chr(c).isspace() or unicodedata.category(chr(c)) == "Zs")]
 RULES_NAME = "minitrans_whitespace"  # the name a model's proto gives these rules
-NORMALIZATION_RULES = "".join(f"{c:X}\t20\n" for c in WHITESPACE)
+
+
+@functools.cache
+def normalization_rules() -> str:
+    """SentencePiece's rule table (code points in hex, tab, replacement): whitespace other than
+    the space becomes a space (all of it is in the BMP); every other character is kept (no NFKC,
+    which rewrites full-width forms). Built when a model is first trained, not at import (a scan
+    of the BMP)."""
+    whitespace = (c for c in range(0x10000) if c != 0x20 and (chr(c).isspace() or unicodedata.category(chr(c)) == "Zs"))
+    return "".join(f"{c:X}\t20\n" for c in whitespace)
 
 
 def composed(text: str) -> str:
@@ -58,7 +64,7 @@ def _train_model(texts: Sequence[str], vocab_size: int, model_type: str) -> byte
     model = io.BytesIO()
     with tempfile.TemporaryDirectory() as folder:  # the trainer reads its rules from a file
         rules = Path(folder) / "rules.tsv"
-        rules.write_text(NORMALIZATION_RULES, encoding="utf-8")
+        rules.write_text(normalization_rules(), encoding="utf-8")
         _train(map(composed, texts), model, vocab_size, model_type, str(rules))
     # the proto records the rules file's (temporary) path: name the rules instead, so that the
     # same corpus always gives the same bytes
