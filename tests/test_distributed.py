@@ -8,8 +8,8 @@ import sys
 
 import pytest
 import torch
-from conftest import TRAIN_SCRIPT, script_env
-from test_resume import scalars, weights
+from conftest import TRAIN_SCRIPT, last_weights, script_env
+from test_resume import scalars
 
 from minitrans.core.checkpoint import load_checkpoint
 from minitrans.training.distributed import DistInfo, all_reduce_max, any_rank, shard
@@ -101,7 +101,7 @@ def test_two_processes_resume_a_run_and_match_one_process(tmp_path, tiny_overrid
     assert sorted(resumed) == list(range(5, 13))
     for step in resumed:
         assert resumed[step] == pytest.approx(reference[step], rel=LOSS_TOLERANCE), step
-    one, two = weights(tmp_path / "one"), weights(run)
+    one, two = last_weights(tmp_path / "one"), last_weights(run)
     for name in one:
         torch.testing.assert_close(two[name], one[name], rtol=0, atol=WEIGHT_TOLERANCE, msg=name)
     saved = load_checkpoint(run / "checkpoints" / "last.pt")
