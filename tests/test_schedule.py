@@ -9,10 +9,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import assert_bitwise_equal, last_weights
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from minitrans.core.checkpoint import load_checkpoint
 from minitrans.core.checks import ConfigError
+from minitrans.runs.summary import RunSummary
 from minitrans.training.schedule import SCHEDULES, TimeBudgetLR, decay_schedule, lr_factor, time_budget_factor
 from minitrans.training.trainer import Trainer, train
 
@@ -206,6 +208,21 @@ def test_a_time_budget_run_ends_at_the_budget_with_the_rate_at_its_floor(tmp_pat
     for step, value in logged.items():
         assert math.isclose(value, expected_rate(step), rel_tol=1e-6), step
     assert logged[12] == pytest.approx(0.004 * 0.1, rel=1e-6)  # the floor, when the budget ends
+
+
+def test_a_spent_time_budget_trains_no_further_when_the_run_is_started_again(tmp_path, tiny_config):
+    """Running a finished time-budget run's command again into its folder (a fresh clock) is what
+    a finished step-budget run does: no step, the same weights, the same figures in summary.json."""
+    run = tmp_path / "run"
+    first = run_on_the_fake_clock(Trainer(tiny_config(*BUDGET_RUN), run, clock=FakeClock()))
+    weights = last_weights(run)
+    again = run_on_the_fake_clock(Trainer(tiny_config(*BUDGET_RUN), run, clock=FakeClock()))
+    assert again.steps == first.steps == 12
+    assert_bitwise_equal(last_weights(run), weights)
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["state"]["train_seconds"] == BUDGET
+    written = RunSummary.read(run)
+    assert (written.steps, written.train_seconds) == (12, first.train_seconds)
+    assert (written.valid, written.test) == (first.valid, first.test)
 
 
 def test_a_resumed_time_budget_run_continues_the_decay_from_its_saved_seconds(tmp_path, tiny_config):

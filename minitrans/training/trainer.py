@@ -143,8 +143,8 @@ class Trainer:
         progress = TrainingProgress(
             tcfg.max_steps, tcfg.max_minutes, state.step, state.train_seconds, enabled=tcfg.progress and dist.is_main
         )
-        finished = state.step >= tcfg.max_steps
-        if finished:  # e.g. resume_from a finished checkpoint: the run folder still gets one to translate with
+        finished = state.step >= tcfg.max_steps or (deadline is not None and state.train_seconds >= deadline)
+        if finished:  # a spent step or time budget (a re-run, resume_from): no training, but a last.pt
             (missing,) = distributed.any_rank([not self.checkpoints.last.exists()], dist, self.device)
             if missing:
                 self.save()
