@@ -168,16 +168,26 @@ def resume_program() -> str:
     return f"{launcher} {sys.argv[0]}"
 
 
-def check_run_dir_argument(args: list[str]) -> str | None:
+_run_dir_lock = None  # a named run folder's lock, held from before Hydra writes into it
+
+
+def hold_run_dir_argument(args: list[str]) -> str | None:
     """A ``hydra.run.dir=`` on the command line that is empty, a file, not writable or in use by
-    another training process, refused before Hydra writes anything into it."""
-    from minitrans.core.run_folder import check_run_dir
+    another training process is refused; otherwise this process locks it before Hydra writes
+    anything into it (``.hydra/``, ``train.log``), so a second run started at the same moment
+    is refused by a folder still as the first one wrote it. The training processes this one
+    starts inherit the lock; a folder Hydra must resolve (``${...}``) is locked by the trainer."""
+    global _run_dir_lock
+    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down
 
     given = [arg.partition("=")[2] for arg in args if arg.startswith("hydra.run.dir=")]
     if not given or any(flag in args for flag in ("-m", "--multirun")):
         return None
     try:
         check_run_dir(given[-1])
+        if "${" not in given[-1]:
+            _run_dir_lock = RunLock(given[-1]).acquire()
+            hand_down(given[-1])
     except ConfigError as error:
         return str(error)
     return None
@@ -204,7 +214,7 @@ def torchrun_overrides(args: list[str]) -> list[str]:
 if __name__ == "__main__":
     problem = check_command_line(sys.argv[1:], CONFIG_DIR)
     if problem is None and int(os.environ.get("RANK", 0)) == 0:
-        problem = check_run_dir_argument(sys.argv[1:])
+        problem = hold_run_dir_argument(sys.argv[1:])
     if problem is not None:
         fail(problem, 2)
     if int(os.environ.get("WORLD_SIZE", 1)) > 1:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import script_env, train_command
 
 from minitrans.core.checkpoint import resolve_checkpoint
 from minitrans.core.checks import ConfigError
@@ -182,6 +184,51 @@ def test_a_second_training_process_gets_one_line_and_exit_2_and_writes_nothing(t
         + lines[0].split(f"pid {holder.pid} on ", 1)[1]
     ]
     assert sorted(p.name for p in run.iterdir()) == [LOCK_NAME, HOLDER_NAME]  # Hydra wrote nothing into it
+
+
+@pytest.mark.slow
+def test_a_named_run_folder_is_locked_before_hydra_writes_into_it_so_a_second_run_changes_nothing(
+    tmp_path, tiny_overrides, run_train
+):
+    """Two runs started together into one folder: the first holds the lock before Hydra writes
+    its .hydra/ there, so the second is refused with the folder as the first wrote it; the first
+    run's two training processes train under their parent's lock."""
+    run = tmp_path / "run"
+    long_run = ("trainer.processes=2", "trainer.max_steps=100000", "trainer.eval_every=100000")
+    first = subprocess.Popen(
+        train_command(*tiny_overrides, *long_run, f"hydra.run.dir={run}"),
+        cwd=REPO,
+        env=script_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        written = run / ".hydra" / "config.yaml"
+        for _ in range(12000):  # the first moment Hydra's files are there
+            if written.exists() or first.poll() is not None:
+                break
+            time.sleep(0.005)
+        assert written.exists(), first.communicate(timeout=30)
+        holder = lock_holder(run)
+        assert holder is not None and holder.startswith(f"pid {first.pid} on ")
+        for _ in range(1200):  # until the training processes run: past their lock
+            if "training pairs" in (run / "train.log").read_text() or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        hydra_files = {path.name: path.read_bytes() for path in (run / ".hydra").iterdir()}
+        second = run_train(*tiny_overrides, f"hydra.run.dir={run}", "model.d_model=64", timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert f"is in use by another training process (pid {first.pid} on " in second.stderr
+        assert {path.name: path.read_bytes() for path in (run / ".hydra").iterdir()} == hydra_files
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert first.returncode == 130, err
+    assert "in use" not in err and "training pairs" in (run / "train.log").read_text()  # rank 0 trained
 
 
 # -- sweep job folder names ----------------------------------------------------------------

@@ -6,7 +6,9 @@ The lock is ``filelock``'s on ``RUN/.lock`` (``flock`` on Unix, ``msvcrt`` on Wi
 operating system drops it when the process ends, however it ends (a SIGKILL included), so a
 crashed run never leaves its folder locked. ``RUN/.lock.holder`` names the holder (process id
 and host) for the message a second process gets (read only while the lock is held: afterwards
-it names the last holder). Under torchrun only rank 0 holds it. The lock
+it names the last holder). Under torchrun only rank 0 holds it. ``scripts/train.py`` takes it
+before Hydra writes into a named folder and hands it down to the training processes it starts
+(:func:`hand_down`): a child's :class:`RunLock` then relies on its parent's. The lock
 is advisory and, on some network filesystems, local to one machine: runs sharing a folder
 across machines must not rely on it.
 """
@@ -25,6 +27,7 @@ from minitrans.core.checks import ConfigError
 
 LOCK_NAME = ".lock"
 HOLDER_NAME = ".lock.holder"
+HANDED_DOWN = "MINITRANS_RUN_LOCK"  # "PID FOLDER": process PID holds FOLDER's lock for its children
 
 
 _claimed: dict[str, str] = {}  # one claim per name and process, however often Hydra resolves it
@@ -96,7 +99,18 @@ def _file_lock(folder: Path) -> FileLock:
     # one lock object per folder and process (filelock's singleton), shared by every thread: a
     # second RunLock in the same process (a test, a notebook that builds a new Trainer) re-enters
     # it, and the last release lets it go
-    return FileLock(Path(folder) / LOCK_NAME, timeout=0, is_singleton=True, thread_local=False)
+    # (keyed by the absolute path: two objects for one file would lock each other out)
+    return FileLock(Path(os.path.abspath(folder)) / LOCK_NAME, timeout=0, is_singleton=True, thread_local=False)
+
+
+def hand_down(folder: str | Path) -> None:
+    """Tell the processes this one starts from now on that it holds ``folder``'s lock for them."""
+    os.environ[HANDED_DOWN] = f"{os.getpid()} {os.path.abspath(folder)}"
+
+
+def _held_by_parent(folder: Path) -> bool:
+    pid, _, held = os.environ.get(HANDED_DOWN, "").partition(" ")
+    return pid == str(os.getppid()) and held == os.path.abspath(folder)  # a dead parent's lock is gone
 
 
 def lock_holder(folder: str | Path) -> str | None:
@@ -132,7 +146,7 @@ class RunLock:
         self._lock: FileLock | None = None
 
     def acquire(self) -> RunLock:
-        if self._lock is not None:
+        if self._lock is not None or _held_by_parent(self.folder):
             return self
         self.folder.mkdir(parents=True, exist_ok=True)
         lock = _file_lock(self.folder)
