@@ -238,6 +238,52 @@ def test_an_edit_that_keeps_the_time_of_a_json_lines_file_is_seen(tmp_path):
     assert all(text.startswith("a big cat") for text in again.splits["train"]["src"])
 
 
+def change_while_loading(monkeypatch, owner, name: str, path: Path) -> None:
+    """Make ``owner.name`` (the loader) replace the file's "the dog" before it reads it."""
+    real = getattr(owner, name)
+
+    def load(*args, **kwargs):
+        edit_in_place(path, "the dog", "one cat")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, load)
+
+
+@pytest.mark.parametrize("layout", ["parallel", "hf"])
+def test_a_file_changed_while_it_is_read_never_poisons_the_corpus_cache(layout, tmp_path, monkeypatch):
+    """Digested, then changed before the loader reads it: refused with one line, nothing cached
+    under the original content's key, so a run on the original files trains on their pairs."""
+    import json
+    import shutil
+
+    import minitrans.data.hf
+    from minitrans.core.checks import ConfigError
+    from minitrans.data.corpus import prepare_corpus
+    from minitrans.data.sources import ParallelSource
+
+    original = tmp_path / "original"
+    original.mkdir()
+    if layout == "parallel":
+        (root := tmp_path / "files").mkdir()
+        write(root / "train.en", EN)
+        write(root / "train.fr", FR)
+        cfg, changing = config(tmp_path, root=str(root)), root / "train.en"
+        change_while_loading(monkeypatch, ParallelSource, "load", changing)
+    else:
+        changing = tmp_path / "corpus.jsonl"
+        changing.write_text("".join(json.dumps({"en": e, "fr": f}) + "\n" for e, f in zip(EN, FR)))
+        cfg = config(tmp_path, name="hf", path=str(changing))
+        change_while_loading(monkeypatch, minitrans.data.hf, "load_hf", changing)
+    shutil.copy2(changing, original / changing.name)
+    with pytest.raises(ConfigError, match=r"^data\.(root|path): .* changed while it was read; nothing was cached"):
+        prepare_corpus(cfg)
+    monkeypatch.undo()
+    shutil.copy2(original / changing.name, changing)  # the original bytes and time again
+    corpus = prepare_corpus(cfg)
+    sources = [text for name in ("train", "valid", "test") for text in corpus.splits[name]["src"]]
+    assert sorted(sources) == sorted(EN)
+
+
 # ---- the record of the pairs a run had ---------------------------------------------------------------
 def test_a_grown_corpus_draws_other_held_out_pairs_and_the_record_says_so(tmp_path):
     from minitrans.data.corpus import load_split, prepare_corpus

@@ -5,7 +5,9 @@ tokenisation: minitrans.data.tokenize).
 
 The prepared corpus is cached under ``data.cache_dir``/corpora, keyed by the source (a
 digest of every byte of local files, a Hub dataset's ``datasets`` fingerprints, or the
-generator's code) and every setting that shapes it; a second start memory-maps it. Problems with the data raise a
+generator's code) and every setting that shapes it; a second start memory-maps it. Local files
+are digested again once read: pairs read from a file that changed meanwhile are never cached
+under the old content's key. Problems with the data raise a
 :class:`~minitrans.core.checks.ConfigError` naming the key to change.
 """
 
@@ -69,7 +71,13 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
             warnings.warn(f"rebuilding the damaged cache {folder} ({type(error).__name__})", stacklevel=2)
             shutil.rmtree(folder, ignore_errors=True)
 
-    splits, report = _clean_and_hold_out(cfg, source.load(sources), roles)
+    raw = source.load(sources)
+    if source.identity_now(sources) not in (None, identity):  # the pairs read are not those of the key
+        raise ConfigError(
+            f"data.{source.root_key}: {source.describe()} changed while it was read; nothing was cached: "
+            "run again once its files no longer change"
+        )
+    splits, report = _clean_and_hold_out(cfg, raw, roles)
     # the splits whose order is a random draw (held out, or drawn by the grammar): any first N of
     # them is a fair sample; others are in their file's order (perhaps sorted by length)
     drawn = [name for name, source_split in roles.items() if source_split is None or source.is_random_order]

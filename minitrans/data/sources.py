@@ -13,6 +13,7 @@ prepared corpus) and loads splits as ``src``/``tgt`` pairs. Which split plays wh
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,6 +47,10 @@ class CorpusSource(Protocol):
 
     def load(self, splits: list[str]) -> datasets.DatasetDict:
         """The named splits as ``src``/``tgt`` string pairs."""
+
+    def identity_now(self, splits: list[str]) -> list | None:
+        """:meth:`identity` computed afresh from the files as they are now, to compare with the
+        one taken before :meth:`load` (None where nothing can change meanwhile)."""
 
 
 def corpus_source(cfg: DataConfig) -> CorpusSource:
@@ -133,6 +138,9 @@ class GeneratedSource:
         # the generator's code (its module and the minitrans.data modules it draws on) and,
         # through the settings in the cache key, its seed and sizes
         return ["generated", _code_digest("minitrans.data.generated")]
+
+    def identity_now(self, splits: list[str]) -> None:
+        return None
 
     def load(self, splits: list[str]) -> datasets.DatasetDict:
         """The embedded corpus, regenerated from its seed and sizes (the training split, the
@@ -230,6 +238,9 @@ class ParallelSource:
         ]
         return [str(root), files_digest(paths, root)]  # every layout's names; their content, not their times
 
+    def identity_now(self, splits: list[str]) -> list:
+        return self.identity(splits)
+
     def load(self, splits: list[str]) -> datasets.DatasetDict:
         from minitrans.data.parallel import load_parallel
 
@@ -263,9 +274,12 @@ class HfSource:
 
             cfg, content = self.cfg, self._local_digest()
             if content is not None:  # datasets keys its conversion of local files by their times: key it by content
-                cfg = replace(cfg, cache_dir=str(Path(cfg.cache_dir).expanduser() / "hf" / f"content-{content[:16]}"))
+                cfg = replace(cfg, cache_dir=str(self._conversion_cache(content)))
             self._loaded = load_hf(cfg)
         return self._loaded
+
+    def _conversion_cache(self, content: str) -> Path:
+        return Path(self.cfg.cache_dir).expanduser() / "hf" / f"content-{content[:16]}"
 
     def describe(self) -> str:
         return self.cfg.path + (f" ({self.cfg.subset})" if self.cfg.subset else "")
@@ -284,3 +298,12 @@ class HfSource:
 
     def load(self, splits: list[str]) -> datasets.DatasetDict:
         return self._load_all()[0]
+
+    def identity_now(self, splits: list[str]) -> list | None:
+        if self._content is None:  # a Hub dataset: its revision's fingerprints do not change
+            return None
+        before, self._content = self._content, None
+        now = self.identity(splits)
+        if self._content != before:  # datasets' conversion of the files, keyed by the digest taken before
+            shutil.rmtree(self._conversion_cache(before), ignore_errors=True)
+        return now
