@@ -72,6 +72,22 @@ def test_a_header_of_language_codes_is_a_header_under_any_suffix(tmp_path, name)
     assert all_pairs(corpus) == set(zip(EN, ZH))
 
 
+@pytest.mark.parametrize("header", [False, True])
+def test_a_carriage_return_inside_a_crlf_tab_separated_line_keeps_its_pair_whole(tmp_path, header):
+    """Lines end at "\\n" as data=parallel's do (a CRLF's "\\r" stripped): a lone "\\r" inside
+    a target neither cuts the pair nor makes the attribution column a target."""
+    targets = [*ZH[:7], "part one\rpart two", *ZH[8:]]
+    rows = [f"{e}\t{z}\t{ATTRIBUTION}\r\n" for e, z in zip(EN, targets)]
+    path = tmp_path / "cmn.txt"
+    path.write_bytes(("en\tzh\tnote\r\n" * header + "".join(rows)).encode())
+    corpus = prepare_corpus(config(tmp_path, path=str(path)))
+    assert corpus.report["cleaning"]["pairs"] == 40
+    read = dict(all_pairs(corpus))
+    assert set(read) == set(EN) and not any(target.endswith("\r") or target == ATTRIBUTION for target in read.values())
+    assert read[EN[7]].startswith("part one") and read[EN[7]].endswith("part two")
+    assert {read[e] for e in EN if e != EN[7]} == set(ZH) - {ZH[7]}
+
+
 def test_a_txt_file_of_one_sentence_per_line_says_what_was_expected(tmp_path):
     path = tmp_path / "english.txt"
     path.write_text("".join(e + "\n" for e in EN))

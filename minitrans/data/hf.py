@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from minitrans.core.checks import ConfigError, first_line
 from minitrans.core.config import DataConfig
-from minitrans.data.local_files import SUFFIXES, builder_for, diagnose, first_non_string, suffix
+from minitrans.data.local_files import SUFFIXES, builder_for, diagnose, first_non_string, strip_crlf, suffix
 
 log = logging.getLogger(__name__)
 STRING_TYPES = (pa.string(), pa.large_string())
@@ -53,6 +53,8 @@ def _load_local(path: Path, cfg: DataConfig, cache_dir: str) -> datasets.Dataset
             loaded = datasets.load_dataset(
                 reader.builder, data_files={split: [str(f) for f in group]}, cache_dir=cache_dir, **reader.options
             )
+            if reader.options.get("lineterminator") == "\n":
+                loaded[split] = strip_crlf(loaded[split])
             _check_text(loaded[split], group, cfg)
         except ConfigError:
             raise

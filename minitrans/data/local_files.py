@@ -21,7 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import datasets
 import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import DataConfig
@@ -33,7 +36,9 @@ BUILDERS = {
     ".jsonl": ("json", {}),
     ".json": ("json", {}),
     ".csv": ("csv", {}),
-    ".tsv": ("csv", {"delimiter": "\t", "quoting": csv.QUOTE_NONE}),  # text may hold quotes
+    # text may hold quotes; lines end at "\n" only, as data=parallel's do (a CRLF's "\r" is
+    # stripped after loading, see strip_crlf): pandas would also end one at a lone "\r" inside a sentence
+    ".tsv": ("csv", {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "lineterminator": "\n"}),
     ".parquet": ("parquet", {}),
 }
 SNIFFED = (".txt", "")  # suffixes whose format is read from the first line
@@ -140,6 +145,22 @@ def _shown(cells: list[str], width: int = 24) -> str:
     return ", ".join(repr(c if len(c) <= width else c[: width - 1] + "…") for c in cells[:3])
 
 
+def strip_crlf(dataset: datasets.Dataset) -> datasets.Dataset:
+    """A file read with lines ending at ``"\n"`` (:data:`BUILDERS`): the ``"\r"`` of a CRLF
+    line ending off the last column's name and values."""
+    last = dataset.column_names[-1]
+    if last.endswith("\r"):
+        dataset = dataset.rename_column(last, last.removesuffix("\r"))
+        last = last.removesuffix("\r")
+    table = dataset.data.table
+    column = table.column(last)
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        return dataset
+    stripped = pc.replace_substring_regex(column, "\r$", "")
+    table = table.set_column(table.schema.get_field_index(last), last, stripped)
+    return datasets.Dataset(datasets.table.InMemoryTable(table), info=dataset.info)
+
+
 # -- what a failed load was about -------------------------------------------------------------
 def diagnose(files: list[Path], reader: SplitFiles, error: BaseException) -> str | None:
     """The first problem in ``files`` that explains ``error``, as "FILE, line N: what" (or
@@ -210,4 +231,4 @@ def first_non_string(files: list[Path], names: tuple[str, ...]) -> str | None:
     return None
 
 
-__all__ = ["BUILDERS", "SUFFIXES", "SplitFiles", "builder_for", "diagnose", "first_non_string", "suffix"]
+__all__ = ["BUILDERS", "SUFFIXES", "SplitFiles", "builder_for", "diagnose", "first_non_string", "strip_crlf", "suffix"]
