@@ -53,7 +53,7 @@ def grid_text(grid: list[list[float]]) -> str:
     return "\n".join(lines)
 
 
-def alignment_report(translator, data, sources, references, src_ids, tgt_ids, out: Path) -> None:
+def alignment_report(translator, data, split: str, sources, references, src_ids, tgt_ids, out: Path) -> None:
     gold = gold_for_pairs(data, sources, references)
     if gold is None:
         print(f"alignment: no gold alignments for corpus {data.name!r} (only the embedded corpus has them)")
@@ -61,6 +61,11 @@ def alignment_report(translator, data, sources, references, src_ids, tgt_ids, ou
     report = measure_alignment(translator.model, translator.tokenizer, src_ids, tgt_ids, gold, translator.device)
     if report is None:
         print("alignment: this model has no cross-attention (the fixed-context RNN)")
+        return None
+    if report.sentences == 0:  # the AER of no pair is undefined, not 0: aer.json keeps what it holds
+        print(
+            f"alignment: no pair of split {split!r} has a gold alignment (the embedded corpus has them for valid and test)"
+        )
         return None
     summary = report.summary()
     layer, head = summary["aer_best_layer"], summary["aer_best_head"]
@@ -157,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     folder = Checkpoints.run_folder_of(checkpoint)
     out = args.out if args.out is not None else folder / "heads"
     out.mkdir(parents=True, exist_ok=True)
-    aer_grid = alignment_report(translator, data, sources, references, src_ids, tgt_ids, out)
+    aer_grid = alignment_report(translator, data, args.split, sources, references, src_ids, tgt_ids, out)
     ablation = None
     if not args.no_ablation:
         ablation = ablation_report(translator, sources, references, src_ids, tgt_ids, args, out)

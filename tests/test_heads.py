@@ -113,3 +113,29 @@ def test_heads_script_writes_alignment_and_ablation_of_a_generated_corpus_run(tm
     roles = json.loads((run / "heads" / "roles.json").read_text())
     assert len(roles["heads"]) == 6 and {"previous", "next", "delta_loss", "roles"} <= set(roles["heads"][0])
     assert "aer" in roles["heads"][-1] and roles["thresholds"]["previous"] == 0.5
+
+
+def test_a_split_without_gold_alignments_reports_no_aer_and_keeps_the_real_one(tmp_path, capsys):
+    """Gold exists only for valid and test: --split train measures no pair, whose AER is
+    undefined (not 0.000), names no best head, and leaves the real aer.json as it was."""
+    import importlib.util
+    from pathlib import Path
+
+    from test_evaluate import build_checkpoint
+
+    from minitrans.core.config import DataConfig
+
+    run = tmp_path / "run"
+    build_checkpoint(run / "checkpoints" / "last.pt", DataConfig(num_train=50, num_valid=10, num_test=12))
+    spec = importlib.util.spec_from_file_location("heads_script", Path(__file__).parents[1] / "scripts" / "heads.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    quick = ["--limit", "4", "--bleu-limit", "0", "--no-ablation"]
+    assert script.main([str(run), "--split", "test", *quick]) == 0
+    real = (run / "heads" / "aer.json").read_bytes()
+    capsys.readouterr()
+    assert script.main([str(run), "--split", "train", *quick]) == 0
+    out = capsys.readouterr().out
+    assert "alignment: no pair of split 'train' has a gold alignment" in out
+    assert "best head" not in out and "AER of each" not in out
+    assert (run / "heads" / "aer.json").read_bytes() == real
