@@ -18,7 +18,6 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -35,16 +34,11 @@ from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 from minitrans.core.checks import ConfigError  # noqa: E402
-from minitrans.core.config import TrainConfig  # noqa: E402
 from minitrans.core.hydra_config import check_command_line, register_configs, to_dataclass  # noqa: E402
+from minitrans.training.job import Job, fail, run_job  # noqa: E402
 
 log = logging.getLogger("minitrans")
 register_configs()
-
-
-def fail(message: str, code: int) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(code)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
@@ -63,15 +57,14 @@ def main(cfg: DictConfig) -> float | None:
         overrides=list(hydra_cfg.overrides.task),
         program=resume_program(),
     )
+    is_search = job.is_sweep and "optuna" in str(hydra_cfg.sweeper.get("_target_", ""))
     try:
         typed = to_dataclass(cfg)
-    except ConfigError as error:
-        return job.refuse(error)
-    parallel_jobs = job.is_sweep and "joblib" in str(hydra_cfg.launcher.get("_target_", ""))
-    try:
         device = training_device(typed.trainer.device)
     except ConfigError as error:
-        return job.refuse(error)
+        job.refuse(error)
+        return sweep_job_failed(job, 2, is_search)
+    parallel_jobs = job.is_sweep and "joblib" in str(hydra_cfg.launcher.get("_target_", ""))
     before = summary_stamp(job.out_dir)  # the folder's old summary, if any: never reported as this run's
     processes = 1 if launch.under_torchrun() else launch.processes_for(typed.trainer, device, parallel_jobs)
     if processes > 1:  # this process waits; the training processes run the job
@@ -87,8 +80,8 @@ def main(cfg: DictConfig) -> float | None:
     else:
         code = run_job(typed, job)
     if code:
-        if job.is_sweep and code == 2:  # a combination refused: the rest of the sweep goes on
-            return None
+        if job.is_sweep and code in (1, 2):  # refused or failed, its error line written (not stopped)
+            return sweep_job_failed(job, code, is_search)
         raise SystemExit(code)
     if int(os.environ.get("RANK", 0)) != 0:  # a rank other than 0 under torchrun
         return None
@@ -99,6 +92,20 @@ def main(cfg: DictConfig) -> float | None:
     return summary.valid["bleu"]
 
 
+def sweep_job_failed(job: Job, code: int, is_search: bool) -> None:
+    """A sweep job refused (``code`` 2) or failed (1) with its error line: the rest of a grid
+    sweep goes on; in an Optuna search it is a failed trial, raised so that the sweeper counts it
+    against ``hydra.sweeper.max_failure_rate`` (a result of None would count, but never stop it)."""
+    from minitrans.core.hydra_sweep import TrialFailed
+
+    name = os.path.basename(job.out_dir)
+    if is_search:
+        raise TrialFailed(f"trial {name} {'was refused' if code == 2 else 'failed'}; its error line is above")
+    if code == 1:
+        log.error("job %s failed; the rest of the sweep goes on", name)
+    return None
+
+
 def summary_stamp(out_dir: str) -> tuple[int, int, int] | None:
     """What tells a summary.json just written from an older one (it is replaced atomically: a
     new file), or None without one."""
@@ -107,58 +114,6 @@ def summary_stamp(out_dir: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return stat.st_ino, stat.st_mtime_ns, stat.st_size
-
-
-@dataclass(frozen=True)
-class Job:
-    """What a training process needs to know of the command that started it."""
-
-    out_dir: str
-    is_sweep: bool
-    overrides: list[str]  # the command line's overrides, for the line that says how to resume
-    program: str  # how the script was started
-
-    def refuse(self, error: ConfigError) -> None:
-        if self.is_sweep:  # refuse this combination, keep the rest of the sweep going
-            log.error("skipping job %s: %s", os.path.basename(self.out_dir), error)
-            return None
-        fail(str(error), 2)
-
-
-def run_job(cfg: TrainConfig, job: Job) -> int:
-    """Train (or resume) the run in this process; return the exit code. Every problem the
-    library names becomes one ``error:`` line (from rank 0 only: every rank meets the same one)."""
-    import datasets
-
-    from minitrans.core.checkpoint import CheckpointError
-    from minitrans.training.state import TrainingError, TrainingStopped
-    from minitrans.training.trainer import train
-
-    datasets.disable_progress_bars()  # tqdm shows training progress; corpus preparation stays quiet
-    is_main = int(os.environ.get("RANK", 0)) == 0
-    try:
-        train(cfg, job.out_dir)
-    except ConfigError as error:
-        if job.is_sweep:
-            if is_main:
-                job.refuse(error)
-            return 2
-        return report(str(error), 2, is_main)
-    except (CheckpointError, TrainingError) as error:
-        return report(str(error), 1, is_main)
-    except OSError as error:  # a full disk or a folder that went away while writing logs or results
-        return report(f"{error.filename or 'writing the run'}: {error.strerror or error}", 1, is_main)
-    except TrainingStopped as stopped:
-        if is_main:  # every rank stopped at the same step
-            print(f"{stopped}\n{stopped.resume_line(job.overrides, job.program)}", file=sys.stderr)
-        return stopped.exit_code
-    return 0
-
-
-def report(message: str, code: int, is_main: bool = True) -> int:
-    if is_main:
-        print(f"error: {message}", file=sys.stderr)
-    return code
 
 
 def resume_program() -> str:

@@ -8,6 +8,7 @@ experiments compose."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -202,6 +203,64 @@ def test_an_optuna_search_of_three_trials_names_trials_by_the_searched_values_an
     assert max(run.summary.valid["bleu"] for run in result.runs) == pytest.approx(
         yaml.safe_load((sweep / "optimization_results.yaml").read_text())["best_value"]
     )
+
+
+@pytest.mark.slow
+@needs_sweep_plugin("submitit")
+def test_a_submitit_job_trains_with_the_default_process_count(tmp_path):
+    """hydra/launcher=submitit_local with trainer.processes=auto (the other sweep tests pin 1):
+    the job runs under submitit's own __main__, and the training processes it starts must find
+    what they run by name there."""
+    from minitrans.training.launch import physical_cores
+
+    sweep = tmp_path / "submitit"
+    done = run_sweep(tmp_path, sweep, "hydra/launcher=submitit_local", "model.num_heads=2", trainer__processes=None)
+    output = done.stdout + done.stderr + "".join(read(log) for log in sweep.rglob("*.log"))
+    assert done.returncode == 0, output
+    (job,) = [p for p in sweep.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    summary = json.loads(read(job / "summary.json") or "{}")
+    assert summary.get("processes") == physical_cores(), output
+
+
+DIVERGING = ("trainer.max_bad_steps=1",)  # trainer.lr=1e30 diverges at its second step
+
+
+@pytest.mark.slow
+def test_a_diverging_job_is_skipped_and_the_grid_sweep_goes_on(tmp_path):
+    sweep = tmp_path / "grid"
+    done = run_sweep(tmp_path, sweep, "trainer.lr=1e30,0.003", *DIVERGING)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "non-finite steps in a row" in output and "failed; the rest of the sweep goes on" in output
+    jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
+    assert [job.name.split("_")[0] for job in jobs] == ["0", "1"]
+    assert [(job / "summary.json").exists() for job in jobs] == [False, True]  # the second job trained
+
+
+@pytest.mark.slow
+@needs_sweep_plugin("optuna")
+@pytest.mark.parametrize("max_failure_rate", [1.0, 0.0])
+def test_a_diverging_trial_is_a_failed_trial_of_an_optuna_search(tmp_path, max_failure_rate):
+    """A failed trial counts against hydra.sweeper.max_failure_rate: within it, the search goes
+    on and writes its results (the best trial is the one that trained); past it (0.0, Optuna's
+    default), the search ends with one line and no traceback."""
+    sweep = tmp_path / "optuna"
+    # seed 0 draws lr 0.003, then 1e30 (Optuna's grid sampler cannot end on a failed trial)
+    search = ("hydra/sweeper=optuna", "hydra/sweeper/sampler=random", "hydra.sweeper.sampler.seed=0")
+    search += ("hydra.sweeper.n_trials=2",)
+    rate = f"hydra.sweeper.max_failure_rate={max_failure_rate}"
+    done = run_sweep(
+        tmp_path, sweep, *search, rate, "hydra.sweeper.direction=maximize", "trainer.lr=choice(1e30,0.003)", *DIVERGING
+    )
+    output = done.stdout + done.stderr
+    assert "non-finite steps in a row" in output and "Traceback" not in output, output
+    results = sweep / "optimization_results.yaml"
+    if max_failure_rate:
+        assert done.returncode == 0, output
+        assert yaml.safe_load(results.read_text())["best_params"] == {"trainer.lr": 0.003}
+    else:
+        assert done.returncode == 1 and not results.exists(), output
+        assert re.search(r"^trial \S+ failed; its error line is above$", done.stderr, re.MULTILINE), output
 
 
 def compose_experiment(*overrides: str, hydra: bool = False):

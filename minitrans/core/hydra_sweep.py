@@ -18,6 +18,8 @@ Nothing known to vary (a ``-m`` run of single values): Hydra's own ``override_di
 Hydra carries the resolvers registered in the launching process to its launchers' workers
 (``Singleton.get_state`` holds them), so ``${swept_overrides:}`` resolves there too.
 
+A job that is refused or fails (an impossible combination, a run that diverges) is skipped in a
+grid sweep, which goes on; in an Optuna search it is a failed trial (:class:`TrialFailed`).
 An Optuna search (``hydra/sweeper=optuna``) ends with its best trial as one command line that
 trains it again: :class:`BestTrialCommand`, a Hydra callback, prints it at the end of the sweep,
 and ``compare.py`` prints it for the sweep folder.
@@ -119,6 +121,20 @@ def best_trial_folder(sweep_dir: str | Path) -> Path | None:
     return next((job for job in jobs if best and best <= set(job_overrides(job) or ())), None)
 
 
+def _compact_error_base() -> type:
+    try:
+        from hydra.errors import CompactHydraException
+    except ImportError:  # pragma: no cover - a Hydra without it
+        return Exception
+    return CompactHydraException
+
+
+class TrialFailed(_compact_error_base()):
+    """A search trial refused or failed, its error line written: raised from the job, so that
+    Hydra's Optuna sweeper counts a failed trial (``hydra.sweeper.max_failure_rate``) instead of
+    reading a result, and, when too many fail, Hydra prints this one line, not a traceback."""
+
+
 def _callback_base() -> type:
     try:
         from hydra.experimental.callback import Callback
@@ -144,6 +160,7 @@ __all__ = [
     "MULTIRUN_FILE",
     "OPTUNA_RESULTS",
     "BestTrialCommand",
+    "TrialFailed",
     "best_trial_folder",
     "job_overrides",
     "sweep_command_line",
