@@ -78,6 +78,38 @@ def test_an_interrupted_process_never_exits_0(task, code, capfd):
     assert capfd.readouterr().err.count(f"error: interrupted by {signal.Signals(code - 128).name}") == 1
 
 
+# scripts/train.py run with training processes that end with exit 0 and write nothing
+TRAINS_NOTHING = """
+import runpy, sys
+import minitrans.training.job as job
+job.run_job = lambda cfg, job: 0
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("old_summary", [True, False])
+def test_the_script_never_reports_a_summary_its_training_did_not_just_write(tmp_path, tiny_overrides, old_summary):
+    """The parent's own guard, whatever its training processes say: exit 0 from them and no new
+    summary.json is one error line and exit 1, never the folder's old result (or a traceback)."""
+    from minitrans.runs.summary import RunSummary
+
+    run = tmp_path / "run"
+    run.mkdir()
+    if old_summary:
+        RunSummary(name="old", model="transformer", steps=40, valid={"bleu": 12.5, "loss": 1.0}).write(run)
+    command = train_command(*tiny_overrides, f"hydra.run.dir={run}")
+    done = subprocess.run(
+        [command[0], "-c", TRAINS_NOTHING, *command[1:]], env=script_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"error: the training ended without writing {run / 'summary.json'}; its result is unknown"
+    )
+    assert "40 steps" not in done.stdout + done.stderr and "Traceback" not in done.stderr
+
+
 def two_processes(tiny_overrides, run, *extra: str) -> list[str]:
     return train_command(
         *tiny_overrides,
