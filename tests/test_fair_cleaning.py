@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from minitrans.core.config import CleanConfig
-from minitrans.data.cleaning import EXAMPLES, clean_pairs, text_length
+from minitrans.data.cleaning import EXAMPLE_CHARS, EXAMPLES, clean_pairs, text_length
 from minitrans.data.corpus import describe
 
 # correct translations whose sides differ more than 3x in plain characters (the first two: over 5x)
@@ -52,6 +52,17 @@ def test_the_report_shows_at_most_two_examples_of_each_rule():
     assert report["examples"]["too_long"] == [["x" * 50, "y"], ["s" * 30, "t" * 30]]
     assert report["examples"]["duplicate"] == [["same", "pair"], ["same", "pair"]]
     assert "length_ratio" not in report["examples"] and all(len(e) <= EXAMPLES for e in report["examples"].values())
+
+
+def test_a_huge_dropped_line_is_shown_by_its_start_and_length_in_the_report():
+    """A 10 MB line is dropped as too long; the report (train.log, console, summary.json) shows
+    its first EXAMPLE_CHARS characters and its length, not the whole line."""
+    huge = "w" * 10_000_117
+    _, cleaning = clean_pairs(table([(huge, "kurz"), ("fine", "gut")]), CleanConfig(max_chars=100))
+    (example,) = cleaning["examples"]["too_long"]
+    assert example == ["w" * EXAMPLE_CHARS + "… (10,000,117 characters)", "kurz"]
+    report = {"corpus": "hf", "source": "x.tsv", "cleaning": cleaning, "splits": {}, "held_out": {}}
+    assert max(len(line) for line in describe(report)) < 2 * EXAMPLE_CHARS
 
 
 def test_the_log_names_each_rule_with_its_examples():

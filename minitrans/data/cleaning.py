@@ -29,6 +29,7 @@ _CONTROL = r"[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\x{feff}]"
 _SPACES = r"[\s\x{85}\p{Zs}\x{2028}\x{2029}]+"
 REASONS = ("empty", "too_long", "length_ratio", "duplicate")
 EXAMPLES = 2  # dropped pairs shown per filter in the report
+EXAMPLE_CHARS = 200  # of each text shown there: a 10 MB line is shown by its start and its length
 # How much text one character of a script stands for, in Latin characters: the median of
 # English characters per character of the translation, measured on parallel text (Tatoeba
 # en-zh 3.1 per character, 3.6 per Han character; passages en-ja 2.3 with about 40 % kanji,
@@ -108,7 +109,13 @@ def clean_pairs(table: pa.Table, cfg: CleanConfig) -> tuple[pa.Table, dict]:
 
 def _examples(src, tgt, rows: pa.Array) -> list[list[str]]:
     rows = rows.slice(0, EXAMPLES)
-    return [list(pair) for pair in zip(pc.take(src, rows).to_pylist(), pc.take(tgt, rows).to_pylist())]
+    shown = [[_cut(text) for text in pc.take(column, rows).to_pylist()] for column in (src, tgt)]
+    return [list(pair) for pair in zip(*shown)]
+
+
+def _cut(text: str) -> str:
+    """A text as the report shows it: whole, or its start and its length in characters."""
+    return text if len(text) <= EXAMPLE_CHARS else f"{text[:EXAMPLE_CHARS]}… ({len(text):,} characters)"
 
 
 def _first_occurrences(table: pa.Table) -> pa.Array:
