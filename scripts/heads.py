@@ -161,7 +161,12 @@ def run(args: argparse.Namespace) -> int:
     tgt_ids = [ids[: translator.max_len - 1] for ids in translator.tokenizer.encode_tgt(references)]
     folder = Checkpoints.run_folder_of(checkpoint)
     out = args.out if args.out is not None else folder / "heads"
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file of that name, a folder that is not writable
+        where = "a file of that name exists" if out.exists() and not out.is_dir() else error.strerror or error
+        print(f"error: --out {out}: {where}; name a folder for the results", file=sys.stderr)
+        return 1
     aer_grid = alignment_report(translator, data, args.split, sources, references, src_ids, tgt_ids, out)
     ablation = None
     if not args.no_ablation:

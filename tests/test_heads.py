@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from minitrans.core.config import TransformerConfig
@@ -139,3 +140,30 @@ def test_a_split_without_gold_alignments_reports_no_aer_and_keeps_the_real_one(t
     assert "alignment: no pair of split 'train' has a gold alignment" in out
     assert "best head" not in out and "AER of each" not in out
     assert (run / "heads" / "aer.json").read_bytes() == real
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--out", "{run}/notes.txt"], "error: --out {run}/notes.txt: a file of that name exists; name a folder"),
+        (["--split", "nosuch"], "error: no split 'nosuch' in generated (seed 1234); it has: train, valid, test"),
+    ],
+)
+def test_an_impossible_out_folder_or_split_is_one_error_line(tmp_path, capsys, args, message):
+    import importlib.util
+    from pathlib import Path
+
+    from test_evaluate import build_checkpoint
+
+    from minitrans.core.config import DataConfig
+
+    run = tmp_path / "run"
+    build_checkpoint(run / "checkpoints" / "last.pt", DataConfig(num_train=50, num_valid=10, num_test=12))
+    (run / "notes.txt").write_text("mine")
+    spec = importlib.util.spec_from_file_location("heads_script", Path(__file__).parents[1] / "scripts" / "heads.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main([str(run), *[arg.format(run=run) for arg in args], "--bleu-limit", "0"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(message.format(run=run))
+    assert (run / "notes.txt").read_text() == "mine"

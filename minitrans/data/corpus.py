@@ -271,7 +271,8 @@ def load_run_split(
         return sources, references, name
     except (ValueError, OSError) as error:
         key, where = ("data.path", data.path) if data.name == "hf" else ("data.root", data.root)
-        is_path = data.name != "hf" or bool(where and (where.startswith(".") or Path(where).suffix))  # not a Hub id
+        # a relative path (not a Hub id, nor the generated corpus's no root at all)
+        is_path = bool(where) and (data.name != "hf" or where.startswith(".") or bool(Path(where).suffix))
         if data_root is not None or not is_path or Path(where).expanduser().is_absolute() or Path(where).exists():
             raise
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
