@@ -61,7 +61,7 @@ def test_positions_name_other_columns_of_a_headerless_file(tatoeba, tmp_path):
         prepare_corpus(config(tmp_path, path=str(tatoeba), src_field="english", tgt_field="chinese"))
 
 
-@pytest.mark.parametrize("name", ["pairs.tsv", "pairs.txt", "pairs", "pairs.tsv.gz"])
+@pytest.mark.parametrize("name", ["pairs.tsv", "pairs.txt", "pairs", "pairs.tsv.gz", "pairs.dat"])
 def test_a_header_of_language_codes_is_a_header_under_any_suffix(tmp_path, name):
     import gzip
 
@@ -86,6 +86,17 @@ def test_a_carriage_return_inside_a_crlf_tab_separated_line_keeps_its_pair_whole
     assert set(read) == set(EN) and not any(target.endswith("\r") or target == ATTRIBUTION for target in read.values())
     assert read[EN[7]].startswith("part one") and read[EN[7]].endswith("part two")
     assert {read[e] for e in EN if e != EN[7]} == set(ZH) - {ZH[7]}
+
+
+@pytest.mark.parametrize("name", ["pairs.dat", "pairs.tsv"])
+def test_a_headerless_file_under_any_suffix_and_a_huge_first_field_load(tmp_path, name):
+    """A first field past csv's 128 KB field limit (in the header sniffing) is data like any
+    other: read, then dropped by cleaning as too long; a .dat suffix reads as tab-separated."""
+    huge = "x" * 200_000
+    path = tmp_path / name
+    path.write_text(f"{huge}\tzu lang\n" + "".join(f"{e}\t{z}\n" for e, z in zip(EN, ZH)), encoding="utf-8")
+    corpus = prepare_corpus(config(tmp_path, path=str(path)))
+    assert all_pairs(corpus) == set(zip(EN, ZH)) and corpus.report["cleaning"]["dropped"]["too_long"] == 1
 
 
 def test_a_txt_file_of_one_sentence_per_line_says_what_was_expected(tmp_path):

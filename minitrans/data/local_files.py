@@ -2,8 +2,8 @@
 tab- or comma-separated file has a header, and, when a builder fails, the file and line to fix.
 
 Formats by suffix (compressed forms too): ``.jsonl`` / ``.json`` (JSON Lines), ``.csv``,
-``.tsv``, ``.parquet``; a ``.txt`` file or one without a suffix is read as tab-separated when
-its first line holds a tab. A delimited file's first row is a header only when it names the
+``.tsv``, ``.parquet``; a file with any other suffix (``.txt``, ``.dat``) or none is read as
+tab-separated when its first line holds a tab. A delimited file's first row is a header only when it names the
 two columns the run reads (``data.src_field`` / ``data.tgt_field``, else the language codes):
 otherwise it is data, its columns are named by position (``1``, ``2``, ...) and the first two
 are source and target unless the fields name others (Tatoeba's ``cmn.txt``:
@@ -17,6 +17,7 @@ import io
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,6 @@ BUILDERS = {
     ".tsv": ("csv", {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "lineterminator": "\n"}),
     ".parquet": ("parquet", {}),
 }
-SNIFFED = (".txt", "")  # suffixes whose format is read from the first line
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 SUFFIXES = (*BUILDERS, ".txt")  # what the folder form and a typo check recognise
 
@@ -82,7 +82,7 @@ def builder_for(files: list[Path], cfg: DataConfig, split: str = "train") -> Spl
     if len(suffixes) != 1:
         raise ConfigError(f"data.path: {files[0].parent} mixes formats ({', '.join(suffixes)}); use one per folder")
     kind = suffixes[0]
-    if kind in SNIFFED:
+    if kind not in BUILDERS:  # .txt, no suffix, or any other (pairs.dat): tab-separated if its first line says so
         first = _first_line(files[0])
         if "\t" not in first:
             raise ConfigError(
@@ -100,7 +100,11 @@ def builder_for(files: list[Path], cfg: DataConfig, split: str = "train") -> Spl
 def _delimited(path: Path, cfg: DataConfig, options: dict, split: str) -> SplitFiles:
     delimiter = options.get("delimiter", ",")
     quoting = options.get("quoting", csv.QUOTE_MINIMAL)
-    first = next(csv.reader(io.StringIO(_first_line(path)), delimiter=delimiter, quoting=quoting), [])
+    limit = csv.field_size_limit(sys.maxsize)  # a first field past csv's 128 KB is data, read by pandas
+    try:
+        first = next(csv.reader(io.StringIO(_first_line(path)), delimiter=delimiter, quoting=quoting), [])
+    finally:
+        csv.field_size_limit(limit)
     positions = [str(i) for i in range(1, len(first) + 1)]
     fields = (cfg.src_field, cfg.tgt_field)
     by_position = cfg.src_field is not None and all(f.isdigit() for f in fields)
