@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from minitrans.runs.compare import compare, comparison_table, find_runs, heads_dk_grid, plot_bleu_by_length, run_labels
+from minitrans.runs.summary import RunSummary
 
 PNG = b"\x89PNG\r\n\x1a\n"
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,6 +228,49 @@ def test_a_truncated_summary_is_skipped_with_a_reason_and_alone_is_one_error_lin
     assert module.main([str(bad / "summary.json")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: no summary.json under")
+
+
+def with_value(key: str, value) -> dict:
+    """summary() with the value at the dotted ``key`` replaced."""
+    data = summary(bleu=12.0)
+    *parents, last = key.split(".")
+    node = data
+    for parent in parents:
+        node = node[parent]
+    node[last] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("valid", []),
+        ("test.bleu", "12.5"),
+        ("test_splits.test.chrf", "x"),
+        ("steps", "300"),
+        ("params", None),
+        ("train_seconds", True),
+    ],
+)
+def test_a_summary_of_the_wrong_shape_is_skipped_with_a_reason_not_a_traceback(tmp_path, capsys, key, value):
+    good = write_run(tmp_path / "sweep" / "0_a", summary(bleu=12.0))
+    bad = write_run(tmp_path / "sweep" / "1_b", with_value(key, value))
+    result = compare([tmp_path / "sweep"])
+    assert [run.folder for run in result.runs] == [good]
+    assert f"unreadable summary.json ({bad / 'summary.json'}: {key} is " in result.table
+
+
+def test_a_null_score_is_a_missing_one():
+    assert RunSummary.from_dict(with_value("valid.bleu", None)).valid["bleu"] is None
+
+
+def test_a_summary_nested_too_deeply_is_skipped_with_a_reason(tmp_path):
+    good = write_run(tmp_path / "sweep" / "0_a", summary(bleu=12.0))
+    bad = write_run(tmp_path / "sweep" / "1_b", None)
+    (bad / "summary.json").write_text("[" * 100_000 + "]" * 100_000)
+    runs, skipped = find_runs([tmp_path / "sweep"])
+    assert [run.folder for run in runs] == [good]
+    assert [job.folder for job in skipped] == [bad] and "nested too deeply" in skipped[0].reason
 
 
 def pair_summary(src: str, tgt: str, **kwargs) -> dict:

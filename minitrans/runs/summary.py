@@ -57,10 +57,61 @@ class RunSummary:
         path = Path(path)
         if path.is_dir():
             path = path / SUMMARY_FILE
-        values = json.loads(path.read_text(encoding="utf-8"))  # a truncated file: ValueError
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))  # a truncated file: ValueError
+        except RecursionError:
+            raise ValueError(f"{path} is nested too deeply to be a summary") from None
         if not isinstance(values, dict):
             raise ValueError(f"{path} does not hold a JSON object")
+        problem = _type_problem(values)
+        if problem is not None:
+            raise ValueError(f"{path}: {problem}")
         return cls.from_dict(values)
+
+
+NUMBER = (int, float, None)
+# what each key of summary.json must hold, where present (None: that, or null)
+_KINDS = {
+    "name": (str,),
+    "model": (str,),
+    "params": (int,),
+    "steps": (int, None),
+    "epochs": (int,),
+    "skipped_steps": (int,),
+    "train_seconds": NUMBER,
+    "device": (str,),
+    "processes": (int,),
+    "weights": (str,),
+    **dict.fromkeys(("valid", "test", "test_splits", "data", "alignment", "config"), (dict,)),
+}
+_SCORES = ("bleu", "chrf", "loss")  # numbers (or null) wherever a split's scores hold them
+
+
+def _kind_problem(name: str, value: Any, kinds: tuple) -> str | None:
+    types = tuple(kind for kind in kinds if kind is not None)
+    if (value is None and None in kinds) or (isinstance(value, types) and not isinstance(value, bool)):
+        return None  # (JSON true is not a count)
+    expected = (
+        "a number" if float in kinds else "an integer" if int in kinds else "text" if str in kinds else "an object"
+    )
+    expected += " or null" if None in kinds else ""
+    return f"{name} is {json.dumps(value)[:40]} ({type(value).__name__}), not {expected}"
+
+
+def _type_problem(values: dict) -> str | None:
+    """The first value of a summary that is not of its key's kind (a string BLEU, ``"valid": []``)."""
+    for name, kinds in _KINDS.items():
+        if name in values and (problem := _kind_problem(name, values[name], kinds)) is not None:
+            return problem
+    splits = [("valid", values.get("valid")), ("test", values.get("test"))]
+    splits += [(f"test_splits.{n}", split) for n, split in (values.get("test_splits") or {}).items()]
+    for where, scores in splits:
+        if scores is not None and not isinstance(scores, dict):
+            return f"{where} is {type(scores).__name__}, not an object"
+        for key in _SCORES:
+            if scores and key in scores and (problem := _kind_problem(f"{where}.{key}", scores[key], NUMBER)):
+                return problem
+    return None
 
 
 def summary_line(summary: RunSummary, out_dir: str | Path) -> str:
