@@ -213,6 +213,16 @@ def test_the_script_refuses_options_of_the_other_format(shared, tmp_path):
         export_script.parse_args([str(run), str(tmp_path / "x"), "--to", "hf", "--quantization", "int8"])
 
 
+@pytest.mark.parametrize("repo", ["../../etc/passwd", "", "a/b/c"])
+def test_a_hub_repository_name_that_cannot_be_is_refused_before_exporting(shared, tmp_path, capsys, repo):
+    run, _ = shared
+    out = tmp_path / "model"
+    with pytest.raises(SystemExit) as exited:
+        export_script.main([str(run), str(out), "--to", "hf", "--push-to-hub", repo])
+    assert exited.value.code == 2 and not out.exists()
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"export.py: error: --push-to-hub {repo!r}: Repo id")
+
+
 def test_hf_export_module_states_its_files():
     for name in (hf_export.WEIGHTS, hf_export.CONFIG, hf_export.RECORD, hf_export.CARD):
         assert name in hf_export.__doc__

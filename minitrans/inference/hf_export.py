@@ -139,6 +139,20 @@ def load_pretrained(path: str | Path, device: str | torch.device = "auto") -> Tr
     return Translator(model.to(device).eval(), tokenizer, model_cfg.max_len, device, run_config, record, path / WEIGHTS)
 
 
+def repo_id_problem(repo_id: str) -> str | None:
+    """Why ``repo_id`` cannot name a Hub repository (huggingface_hub's own rule), or None: checked
+    before anything is exported, so a typo costs no export."""
+    try:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    except ImportError:
+        return None  # push_to_hub says what to install
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        return (str(error).strip().splitlines() or ["not a repository id"])[0].split(" Use `repo_type`")[0]
+    return None
+
+
 def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
     """Create (if needed) the model repository ``repo_id`` on the Hub and upload ``folder`` to
     it with ``huggingface_hub.upload_folder``; returns the commit's URL."""
@@ -164,4 +178,5 @@ __all__ = [
     "is_hf_export",
     "load_pretrained",
     "push_to_hub",
+    "repo_id_problem",
 ]
