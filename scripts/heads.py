@@ -25,6 +25,7 @@ from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import plain_truncation_warnings
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split
+from minitrans.inference.hf_export import is_hf_export
 from minitrans.inference.translator import Translator
 from minitrans.runs.alignment import gold_for_pairs, measure_alignment
 from minitrans.runs.evaluation import evaluate_split, validation_loss
@@ -148,7 +149,8 @@ def roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out: Path) ->
 
 def run(args: argparse.Namespace) -> int:
     try:
-        checkpoint = resolve_checkpoint(args.run)
+        shared = is_hf_export(args.run)  # export.py --to hf: its results go into the folder, as evaluate.py's
+        checkpoint = Path(args.run) if shared else resolve_checkpoint(args.run)
         device = pick_device(args.device)
         translator = Translator.from_checkpoint(checkpoint, device)
         data = DataConfig(**translator.config["data"])
@@ -159,7 +161,9 @@ def run(args: argparse.Namespace) -> int:
     sources, references = sources[: args.limit], references[: args.limit]
     src_ids = translator.encode(sources)
     tgt_ids = [ids[: translator.max_len - 1] for ids in translator.tokenizer.encode_tgt(references)]
-    folder = Checkpoints.run_folder_of(checkpoint)
+    folder = (
+        (checkpoint if checkpoint.is_dir() else checkpoint.parent) if shared else Checkpoints.run_folder_of(checkpoint)
+    )
     out = args.out if args.out is not None else folder / "heads"
     try:
         out.mkdir(parents=True, exist_ok=True)

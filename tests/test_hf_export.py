@@ -242,3 +242,26 @@ def test_translate_and_evaluate_scripts_take_the_folder(shared):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ours
+
+
+def test_heads_and_serve_take_the_folder_translate_takes(tmp_path, capsys):
+    """A shared folder of a generated-corpus run: heads.py measures it (results in --out or the
+    folder's heads/, as evaluate.py writes the folder's eval/), and serve.py's model loads it,
+    named after the folder."""
+    import importlib.util
+
+    from test_evaluate import build_checkpoint as build_generated
+
+    from minitrans.core.config import DataConfig
+    from minitrans.serve.app import ServedModel
+
+    run = tmp_path / "run"
+    build_generated(run / "checkpoints" / "best.pt", DataConfig(num_train=50, num_valid=10, num_test=12))
+    folder, _ = export_hf(run, tmp_path / "shared")
+    spec = importlib.util.spec_from_file_location("heads_script", REPO / "scripts" / "heads.py")
+    heads = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(heads)
+    assert heads.main([str(folder), "--split", "test", "--limit", "4", "--bleu-limit", "0", "--no-ablation"]) == 0
+    assert json.loads((folder / "heads" / "aer.json").read_text())["aer_sentences"] == 4
+    served = ServedModel.load(folder, "cpu")
+    assert served.name == "shared" and served.info()["attention"]["cross"] == {"layers": 1, "heads": 2}

@@ -90,7 +90,7 @@ class ServedModel:
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "auto", name: str | None = None) -> ServedModel:
-        """Load a run folder or ``.pt`` file (CheckpointError if unusable) and look at its attention
+        """Load a run folder, ``.pt`` file or shared folder (CheckpointError if unusable) and look at its attention
         by running it once on an empty sentence."""
         translator = Translator.from_checkpoint(path, device)
         kind = (translator.config or {}).get("model", {}).get("kind", type(translator.model).__name__)
@@ -129,8 +129,13 @@ class ServedModel:
 
 
 def run_name(path: str | Path) -> str:
-    """A short name for a run: its folder (``runs/base/checkpoints/best.pt`` -> ``base``)."""
+    """A short name for a run: its folder (``runs/base/checkpoints/best.pt`` -> ``base``; a
+    shared folder of ``export.py --to hf``: its own name)."""
+    from minitrans.inference.hf_export import is_hf_export
+
     path = Path(path).resolve()
+    if is_hf_export(path):
+        return (path if path.is_dir() else path.parent).name
     checkpoint = resolve_checkpoint(path)
     folder = Checkpoints.run_folder_of(checkpoint)
     return folder.name if path.is_dir() or checkpoint.stem in ("best", "last", "averaged") else checkpoint.stem
