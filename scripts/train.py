@@ -123,26 +123,30 @@ def resume_program() -> str:
     return f"{launcher} {sys.argv[0]}"
 
 
-_run_dir_lock = None  # a named run folder's lock, held from before Hydra writes into it
+_run_dir_lock = None  # a named run (or sweep) folder's lock, held from before Hydra writes into it
 
 
 def hold_run_dir_argument(args: list[str]) -> str | None:
-    """A ``hydra.run.dir=`` on the command line that is empty, a file, not writable or in use by
-    another training process is refused; otherwise this process locks it before Hydra writes
-    anything into it (``.hydra/``, ``train.log``), so a second run started at the same moment
-    is refused by a folder still as the first one wrote it. The training processes this one
-    starts inherit the lock; a folder Hydra must resolve (``${...}``) is locked by the trainer."""
+    """A ``hydra.run.dir=`` (``hydra.sweep.dir=`` for ``-m``) on the command line that is empty,
+    a file, not writable or in use by another training process is refused; otherwise this
+    process locks it before Hydra writes anything into it (``.hydra/``, ``train.log``,
+    ``multirun.yaml``), so a second run started at the same moment is refused by a folder still
+    as the first one wrote it. The training processes a run starts inherit the lock; a folder
+    Hydra must resolve (``${...}``) is locked by the trainer (a sweep's: each job's, only)."""
     global _run_dir_lock
     from minitrans.core.run_folder import RunLock, check_run_dir, hand_down
 
-    given = [arg.partition("=")[2] for arg in args if arg.startswith("hydra.run.dir=")]
-    if not given or any(flag in args for flag in ("-m", "--multirun")):
+    is_sweep = any(flag in args for flag in ("-m", "--multirun"))
+    key = "hydra.sweep.dir" if is_sweep else "hydra.run.dir"
+    given = [arg.partition("=")[2] for arg in args if arg.startswith(f"{key}=")]
+    if not given:
         return None
     try:
-        check_run_dir(given[-1])
+        check_run_dir(given[-1], key)
         if "${" not in given[-1]:
-            _run_dir_lock = RunLock(given[-1]).acquire()
-            hand_down(given[-1])
+            _run_dir_lock = RunLock(given[-1], key).acquire()
+            if not is_sweep:
+                hand_down(given[-1])
     except ConfigError as error:
         return str(error)
     return None

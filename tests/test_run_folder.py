@@ -231,6 +231,17 @@ def test_a_named_run_folder_is_locked_before_hydra_writes_into_it_so_a_second_ru
     assert "in use" not in err and "training pairs" in (run / "train.log").read_text()  # rank 0 trained
 
 
+@pytest.mark.slow
+def test_a_sweep_into_a_folder_in_use_is_refused_before_hydra_writes_into_it(tmp_path, run_train):
+    sweep = tmp_path / "sweep"
+    with held_by_another_process(sweep) as pid:
+        result = run_train("-m", "model.num_heads=1,2", "trainer.max_steps=1", f"hydra.sweep.dir={sweep}", timeout=60)
+    assert result.returncode == 2, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith(f"error: hydra.sweep.dir: {sweep} is in use by another training process (pid {pid} on ")
+    assert sorted(p.name for p in sweep.iterdir()) == [LOCK_NAME, HOLDER_NAME]  # no multirun.yaml, no job
+
+
 # -- sweep job folder names ----------------------------------------------------------------
 def test_a_short_job_name_is_kept_as_it_is():
     assert job_folder_name("0_model.num_heads=1") == "0_model.num_heads=1"

@@ -141,8 +141,8 @@ class RunLock:
     it) until :meth:`release`, the end of a ``with`` block, or the end of this object or of the
     process, whichever comes first."""
 
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
+    def __init__(self, folder: str | Path, key: str = "hydra.run.dir") -> None:
+        self.folder, self.key = Path(folder), key  # key: the setting a refusal names
         self._lock: FileLock | None = None
 
     def acquire(self) -> RunLock:
@@ -154,7 +154,7 @@ class RunLock:
         try:
             lock.acquire()
         except Timeout:
-            raise ConfigError(busy_message(self.folder, _holder(self.folder))) from None
+            raise ConfigError(busy_message(self.folder, _holder(self.folder), self.key)) from None
         if first:
             since = time.strftime("%Y-%m-%d %H:%M:%S")
             (self.folder / HOLDER_NAME).write_text(f"pid {os.getpid()} on {socket.gethostname()}, since {since}\n")
