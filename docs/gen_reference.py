@@ -187,12 +187,10 @@ def config_markdown() -> str:
         "",
         "## Every key",
         "",
-        "What `python scripts/train.py --help` prints, taken from the schemas in `minitrans/core/config.py`:",
+        "What `python scripts/train.py --help` prints, taken from the schemas in `minitrans/core/config.py`,",
+        "one table per section:",
         "",
-        "```text",
-        help_text().rstrip(),
-        "```",
-        "",
+        *_help_tables(help_text()),
         "## Types and defaults",
         "",
         "The defaults of the schemas; a group option (`model=rnn`, `data=multi30k`) or an experiment",
@@ -206,9 +204,26 @@ def config_markdown() -> str:
                 continue
             kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
             cells = [f"`{prefix}{field.name}`", f"`{kind}`", f"`{_default(field)}`"]
-            out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+            out.append("| " + " | ".join(cells) + " |")  # a | inside a code span is no cell border
         out.append("")
     return "\n".join(out)
+
+
+def _help_tables(text: str) -> list[str]:
+    """``--help``'s sections (``model=transformer (the default):`` then ``  key=default  what it is``
+    lines) as Markdown tables, which fit the page where the text's 200-character lines did not."""
+    out: list[str] = []
+    for line in text.rstrip().splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith(" "):
+            out += ["", f"**{line.rstrip(':')}**", "", "| key=default | what it is |", "|---|---|"]
+            continue
+        setting = re.match(r"^\s+(\S+?)=(.*?)\s{2,}(\S.*)$", line) or re.match(r"^\s+(\S+?)=(\S*)\s(.*)$", line)
+        key, default, what = setting.groups()
+        what = re.sub(r"(?<!\\)\|", "\\|", what)
+        out.append(f"| `{key}={default}` | {what} |")
+    return [*out, ""]
 
 
 def _markdown(rst: str) -> str:
