@@ -81,7 +81,18 @@ def argparse_scripts() -> list[str]:
     """Every documented command with an argparse command line: scripts/*.py but train.py, and
     the ``python -m`` entry points."""
     names = sorted(p.name for p in (ROOT / "scripts").glob("*.py") if p.name not in HYDRA_SCRIPTS)
-    return [*names, *EXTRA_COMMANDS]
+    return sorted([*names, *EXTRA_COMMANDS], key=_reading_order)
+
+
+# The reference's order: what a learner runs after training first, the benchmarks last.
+FIRST_SCRIPTS = ["translate.py", "evaluate.py", "serve.py", "compare.py", "heads.py", "average.py", "export.py"]
+
+
+def _reading_order(name: str) -> tuple[int, int, str]:
+    if name in FIRST_SCRIPTS:
+        return (0, FIRST_SCRIPTS.index(name), name)
+    is_benchmark = name.startswith(("bench", "python -m minitrans.bench")) or name == "throughput.py"
+    return (2 if is_benchmark else 1, 0, name)
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:
@@ -93,7 +104,7 @@ def option_strings(parser: argparse.ArgumentParser) -> set[str]:
 
 def _help_without_width(parser: argparse.ArgumentParser) -> str:
     previous = parser.formatter_class
-    parser.formatter_class = lambda prog: previous(prog, width=100)
+    parser.formatter_class = lambda prog: previous(prog, width=76)  # a page's code column
     try:
         return parser.format_help()
     finally:

@@ -283,6 +283,55 @@ def test_every_page_is_in_the_site_navigation():
         assert str(page.relative_to(DOCS)) in nav, page
 
 
+def _nav_pages(entries) -> list[str]:
+    """The files of a navigation section, in order, its subsections' too."""
+    pages = []
+    for entry in entries:
+        for value in entry.values() if isinstance(entry, dict) else [entry]:
+            pages += _nav_pages(value) if isinstance(value, list) else [value]
+    return pages
+
+
+def test_the_navigation_separates_learning_from_using_from_reference():
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    sections = {name: _nav_pages(value) for entry in nav for name, value in entry.items() if isinstance(value, list)}
+    assert list(sections) == ["Learn", "Use", "Reference / Development"]
+    assert sections["Learn"][:5] == [
+        "getting-started.md",
+        "tutorial/index.md",
+        "tutorial/attention_tour.ipynb",
+        "concepts.md",
+        "attention-measured.md",
+    ]
+    assert "claims.md" in sections["Learn"]
+    assert sections["Use"] == [
+        "own-data.md",
+        "translating.md",
+        "explorer.md",
+        "tensorboard.md",
+        "runs.md",
+        "sweeps-measured.md",
+    ]
+    assert {"reference/configuration.md", "reference/cli.md", "results.md", "performance.md", "layout.md"} <= set(
+        sections["Reference / Development"]
+    )
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/tutorial/index.md", "docs/concepts.md"])
+def test_the_learner_pages_link_the_measured_pages(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert re.search(r"\]\((docs/|\.\./)?attention-measured\.md\)", text), page
+    assert re.search(r"\]\((docs/|\.\./)?claims\.md\)", text), page
+
+
+def test_the_cli_reference_puts_what_a_learner_runs_before_the_benchmarks():
+    names = gen_reference.argparse_scripts()
+    assert names[:3] == ["translate.py", "evaluate.py", "serve.py"]
+    assert names.index("serve.py") < min(names.index(n) for n in names if "bench" in n or n == "throughput.py")
+
+
 # --- slow: the Quick start as written, the notebook ----------------------------------------------
 
 TINY_RUN = [
