@@ -332,6 +332,20 @@ def test_the_cli_reference_puts_what_a_learner_runs_before_the_benchmarks():
     assert names.index("serve.py") < min(names.index(n) for n in names if "bench" in n or n == "throughput.py")
 
 
+def test_equations_are_math_typeset_in_the_browser_not_code():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    extensions = {next(iter(e)) if isinstance(e, dict) else e: e for e in config["markdown_extensions"]}
+    assert extensions["pymdownx.arithmatex"] == {"pymdownx.arithmatex": {"generic": True}}
+    scripts = config["extra_javascript"]
+    assert any(s.endswith("katex.min.js") for s in scripts) and any(s.endswith("auto-render.min.js") for s in scripts)
+    assert "renderMathInElement" in (DOCS / scripts[0]).read_text(encoding="utf-8")
+    concepts = (DOCS / "concepts.md").read_text(encoding="utf-8")
+    assert r"\mathrm{softmax}" in concepts and r"\sum_j \alpha_{ij} h_j" in concepts
+    assert not re.findall(r"`[^`]*(?:softmax\(|Σ_j|sin\(pos)[^`]*`", concepts)
+
+
 # --- slow: the Quick start as written, the notebook ----------------------------------------------
 
 TINY_RUN = [
