@@ -343,7 +343,8 @@ def test_equations_are_math_typeset_in_the_browser_not_code():
     assert "renderMathInElement" in (DOCS / scripts[0]).read_text(encoding="utf-8")
     concepts = (DOCS / "concepts.md").read_text(encoding="utf-8")
     assert r"\mathrm{softmax}" in concepts and r"\sum_j \alpha_{ij} h_j" in concepts
-    assert not re.findall(r"`[^`]*(?:softmax\(|Σ_j|sin\(pos)[^`]*`", concepts)
+    code_spans = re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", concepts, flags=re.S))
+    assert not [span for span in code_spans if re.search(r"softmax\(|Σ_j|sin\(pos|√d_k\)", span)]
 
 
 # --- slow: the Quick start as written, the notebook ----------------------------------------------
