@@ -95,3 +95,16 @@ def test_the_notebook_links_become_the_site_addresses_of_its_pages(caplog):
     assert "nowhere.md, which is not a page" in caplog.text
     markdown_page = SimpleNamespace(file=page("concepts.md", "concepts/index.html"))
     assert hooks.on_page_content(html, page=markdown_page, files=files) == html  # mkdocs checks its own
+
+
+def test_the_api_pages_docstrings_lose_their_sphinx_roles_and_keep_their_lists():
+    pytest.importorskip("griffe", reason='the site is built with the docs extra: pip install -e ".[docs]"')
+    import griffe_docstrings
+
+    text = "Uses :func:`~minitrans.models.attention.make_causal_mask` and :mod:`minitrans.core.textio`:\n- one\n  two\n- three\nafter"
+    assert griffe_docstrings.markdown_docstring(text) == (
+        "Uses `make_causal_mask` and `minitrans.core.textio`:\n\n- one\n  two\n- three\nafter"
+    )
+    assert griffe_docstrings.markdown_docstring("a\n\n- b") == "a\n\n- b"
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "extensions: [docs/griffe_docstrings.py]" in config
