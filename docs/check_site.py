@@ -36,6 +36,7 @@ class Page(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.ids: set[str] = set()
         self.links: list[str] = []
+        self.downloads: list[str] = []  # links with a download attribute: a file, never a page
         self.stylesheets: list[str] = []
         self.blocks: list[tuple[str, bool]] = []
         self._open: list[tuple[str, bool]] = []  # (tag, opens a notebook output) of the open elements
@@ -49,6 +50,8 @@ class Page(HTMLParser):
                 self.ids.add(attr[name])
         if tag == "a" and attr.get("href"):
             self.links.append(attr["href"])
+            if "download" in attr:
+                self.downloads.append(attr["href"])
         if tag == "img" and attr.get("src"):
             self.links.append(attr["src"])
         if tag == "link" and attr.get("rel") == "stylesheet" and attr.get("href"):
@@ -109,6 +112,8 @@ def broken_links(site: Path, pages: dict[str, Page]) -> list[str]:
                 problems.append(f"{name}: broken link {link}")
             elif fragment and target.endswith(".html") and fragment not in pages[target].ids:
                 problems.append(f"{name}: link {link}: no #{fragment} on {target}")
+            elif link in page.downloads and target.endswith(".html"):
+                problems.append(f"{name}: download link {link} names a page, not a file")
     return problems
 
 

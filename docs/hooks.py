@@ -5,6 +5,8 @@ The notebook links to pages as a reader in Jupyter opens them, by their files (`
 mkdocs-jupyter copies those links as they are, so on the site they would name files under
 ``tutorial/`` that do not exist. Here they become the pages' addresses, and one that names no page
 is a warning (an error under ``mkdocs build --strict``), as a broken link of a Markdown page is.
+A link to the notebook itself (its download link) stays: mkdocs-jupyter copies the file beside
+the page, under the same name.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def on_page_content(html: str, page, files, **kwargs) -> str:
     def to_page(match: re.Match) -> str:
         path = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), match.group(1)))
         target = files.get_file_from_path(path)
+        if target is page.file:  # the notebook's own download link: mkdocs-jupyter copies it beside the page
+            return match.group(0)
         if target is None:
             log.warning("%s links to %s, which is not a page of the site", page.file.src_uri, match.group(1))
             return match.group(0)

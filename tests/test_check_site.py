@@ -49,6 +49,16 @@ def test_a_broken_link_and_a_missing_anchor_are_found_and_good_links_pass(tmp_pa
     assert check_site.broken_links(site, check_site.site_pages(site)) == problems[1:3]
 
 
+def test_a_download_link_must_name_a_file_not_a_page(tmp_path):
+    site = write_site(
+        tmp_path, {"nb/index.html": "<a href='./' download>get it</a> <a href='nb.ipynb' download>ok</a>"}
+    )
+    (site / "nb" / "nb.ipynb").write_text("{}")
+    assert check_site.broken_links(site, check_site.site_pages(site)) == [
+        "nb/index.html: download link ./ names a page, not a file"
+    ]
+
+
 def test_a_notebook_output_wider_than_its_column_is_found_and_wrapped_code_is_not(tmp_path):
     wide = "x " * 60
     output = f"<div class='jp-OutputArea-output'><pre>{'y' * (check_site.NOTEBOOK_OUTPUT_COLUMN + 1)}</pre></div>"
@@ -92,6 +102,10 @@ def test_the_notebook_links_become_the_site_addresses_of_its_pages(caplog):
     out = hooks.on_page_content(html, page=SimpleNamespace(file=notebook), files=files)
     assert 'href="../../concepts/#why-d_k"' in out and 'href="../../results/"' in out
     assert 'href="https://x.org/a.md"' in out and 'href="../nowhere.md"' in out
+    own = hooks.on_page_content(
+        '<a href="attention_tour.ipynb" download>', page=SimpleNamespace(file=notebook), files=files
+    )
+    assert own == '<a href="attention_tour.ipynb" download>'  # the copy mkdocs-jupyter puts beside the page
     assert "nowhere.md, which is not a page" in caplog.text
     markdown_page = SimpleNamespace(file=page("concepts.md", "concepts/index.html"))
     assert hooks.on_page_content(html, page=markdown_page, files=files) == html  # mkdocs checks its own
