@@ -21,6 +21,7 @@ import functools
 import hashlib
 import io
 import os
+import re
 import tempfile
 import unicodedata
 import warnings
@@ -34,6 +35,7 @@ from minitrans.core.utils import write_atomic
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 RULES_NAME = "minitrans_whitespace"  # the name a model's proto gives these rules
+_SPACES = re.compile(" {2,}")  # a run of spaces in a decoded target
 
 
 @functools.cache
@@ -191,14 +193,18 @@ class Tokenizer:
         return self.tgt.encode(list(map(composed, texts)))
 
     def decode_tgt(self, ids: Sequence[int]) -> str:
-        """Target ids -> text, stopping at the first EOS and skipping BOS/padding."""
+        """Target ids -> text, stopping at the first EOS and skipping BOS/padding.
+
+        A word-start piece that stands alone (``▁`` followed by another ``▁…`` piece, or last)
+        decodes to a space of its own; training text never holds two spaces in a row nor one at
+        the end (the normaliser removes them), so neither does a translation."""
         out = []
         for token in ids:
             if token == EOS_ID:
                 break
             if token not in (PAD_ID, BOS_ID):
                 out.append(int(token))
-        return self.tgt.decode(out)
+        return _SPACES.sub(" ", self.tgt.decode(out)).strip(" ")
 
     def src_pieces(self, ids: Sequence[int]) -> list[str]:
         return [self.src.id_to_piece(int(i)) for i in ids]
