@@ -245,6 +245,10 @@ class TrainerConfig:
     bleu_tokenize: str | None = knob(
         None, "sacrebleu's BLEU tokenizer (13a, zh, ja-mecab, intl, char ...); None -> its choice for data.tgt_lang"
     )
+    bleu_keep_spaces: bool = knob(
+        False,
+        "score a pre-segmented Japanese or Chinese target with its spaces (default: removed before ja-mecab / zh)",
+    )
     beam_size: int = knob(DecodingOptions.beam_size, "for the final test evaluation; 1 = greedy")
     length_penalty: float = knob(DecodingOptions.length_penalty, "beam search's length normalisation alpha (GNMT)")
     max_output_ratio: float = knob(DecodingOptions.max_output_ratio, "output length limit: ratio * source length + 10")
