@@ -444,3 +444,18 @@ def test_a_partial_body_is_answered_408_and_its_connection_closed_by_a_real_serv
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def test_the_page_gets_its_cjk_font_from_the_server(client):
+    page = client.get("/").text
+    assert 'src: url(/font/cjk) format("collection")' in page and "unicode-range:" in page
+    font = client.get("/font/cjk")
+    assert font.status_code == 200 and font.headers["content-type"] == "font/collection"
+    assert font.content[:4] == b"ttcf"  # a TrueType/OpenType collection: Noto Sans CJK
+
+
+def test_without_the_font_package_the_font_is_a_404_not_a_crash(client, monkeypatch):
+    import minitrans.serve.app as app_module
+
+    monkeypatch.setattr(app_module, "shipped_cjk_font", lambda: None)
+    assert_one_line_error(client.get("/font/cjk"), 404, "no CJK font is installed here")
