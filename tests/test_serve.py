@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -459,3 +460,23 @@ def test_without_the_font_package_the_font_is_a_404_not_a_crash(client, monkeypa
 
     monkeypatch.setattr(app_module, "shipped_cjk_font", lambda: None)
     assert_one_line_error(client.get("/font/cjk"), 404, "no CJK font is installed here")
+
+
+def documented_keys(text: str) -> list[str]:
+    return re.findall(r'"(\w+)"', text)
+
+
+def test_the_answer_has_exactly_the_keys_docs_explorer_md_documents(client):
+    """The docs' one-line schema of POST /translate, read from docs/explorer.md, against a real answer."""
+    doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "explorer.md").read_text(encoding="utf-8").split())
+    schema = re.search(r'`\{"models": \[\{(.+?)\}\]\}\]\}`', doc).group(1)
+    model_keys, translation_keys = schema.split('"translations": [{')
+    hypothesis_keys = re.search(r"each `\{(.+?)\}`", doc).group(1)
+    attention_keys = re.search(r"`attention` \(of the best translation\) is `\{(.+?)\}`", doc).group(1)
+    body = post(client, sentences=[SRC[0]], beam=2, nbest=2, attention=True, models=["transformer"]).json()
+    model = body["models"][0]
+    translation = model["translations"][0]
+    assert set(model) == set(documented_keys(model_keys)) | {"translations"}
+    assert set(translation) == set(documented_keys(translation_keys))
+    assert set(translation["hypotheses"][0]) == set(documented_keys(hypothesis_keys))
+    assert set(translation["attention"]) == set(documented_keys(attention_keys))
