@@ -232,3 +232,74 @@ def test_translate_and_evaluate_scripts_take_the_folder(shared):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ours
+
+
+def copy_of(folder: Path, to: Path) -> Path:
+    to.mkdir()
+    for path in folder.iterdir():
+        (to / path.name).write_bytes(path.read_bytes())
+    return to
+
+
+@pytest.mark.parametrize("name", ["src.model", "config.json", "model.safetensors", "training_data.json"])
+def test_a_fifo_or_dev_zero_in_a_shared_folder_is_one_error_not_a_hang(shared, tmp_path, name):
+    import os
+    import signal
+
+    _, folder = shared
+    for kind in ("fifo", "zero"):
+        bad = copy_of(folder, tmp_path / kind)
+        (bad / name).unlink()
+        if kind == "fifo":
+            os.mkfifo(bad / name)  # nobody ever writes to it: reading it would wait forever
+        else:
+            (bad / name).symlink_to("/dev/zero")  # reading it whole would fill the memory
+        signal.alarm(20)  # a hang fails the test instead of the suite
+        try:
+            if name == "config.json":  # without its config the folder is not taken for an export at all
+                assert not is_hf_export(bad)
+                with pytest.raises(CheckpointError, match="not a folder written by export.py --to hf"):
+                    Translator.from_pretrained(bad, "cpu")
+            else:
+                with pytest.raises(CheckpointError, match=rf"{name} is (a FIFO|a device), not a regular file"):
+                    Translator.from_pretrained(bad, "cpu")
+        finally:
+            signal.alarm(0)
+
+
+def test_hostile_json_and_sizes_in_a_shared_folder_are_one_error_each(shared, tmp_path, monkeypatch):
+    from minitrans.models import build
+
+    _, folder = shared
+    # the tiny model's 65,536 positions take 8 MiB; the rule (twice the weights and 64 MiB) scaled down
+    monkeypatch.setattr(build, "LOOSE_BYTES", 1 << 20)
+    config = json.loads((folder / "config.json").read_text())
+    cases = {
+        "nested": ("config.json", '{"format": "minitrans-hf", "config": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        "model-list": ("config.json", json.dumps({**config, "config": {**config["config"], "model": [1, 2]}})),
+        "record": ("training_data.json", json.dumps({"word_counts": 5})),
+        "record-list": ("training_data.json", "[1, 2, 3]"),
+        "positions": (
+            "config.json",
+            json.dumps(
+                {**config, "config": {**config["config"], "model": {**config["config"]["model"], "max_len": 65536}}}
+            ),
+        ),
+    }
+    reasons = {
+        "nested": "nests its JSON too deeply",
+        "model-list": "'model' must be an object, not list",
+        "record": "AttributeError|TypeError",
+        "record-list": "training_data.json holds a list, not an object",
+        "positions": r"asks for [\d,]+ MiB of parameters and buffers, the weights hold [\d,]+ MiB .*max_len=65536",
+    }
+    for case, (name, text) in cases.items():
+        bad = copy_of(folder, tmp_path / case)
+        (bad / name).write_text(text)
+        if case == "nested":  # no longer an export: nothing in it is trusted
+            assert not is_hf_export(bad)
+            with pytest.raises(ValueError, match=reasons[case]):
+                hf_export.read_json(bad / name)
+            continue
+        with pytest.raises(CheckpointError, match=rf"does not hold a usable model \(.*({reasons[case]})"):
+            Translator.from_pretrained(bad, "cpu")

@@ -31,10 +31,12 @@ from pathlib import Path
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
+from minitrans.core.textio import MB, read_bounded
 from minitrans.core.utils import write_atomic
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 RULES_NAME = "minitrans_whitespace"  # the name a model's proto gives these rules
+MODEL_LIMIT = 256 * MB  # a SentencePiece model file (a 32k vocabulary's is under 1 MB)
 _SPACES = re.compile(" {2,}")  # a run of spaces in a decoded target
 
 
@@ -174,7 +176,8 @@ class Tokenizer:
     def load(cls, folder: str | Path) -> Tokenizer:
         folder = Path(folder)
         tgt = folder / "tgt.model"
-        return cls((folder / "src.model").read_bytes(), tgt.read_bytes() if tgt.exists() else None)
+        src = read_bounded(folder / "src.model", MODEL_LIMIT)  # a shared folder's: regular and bounded
+        return cls(src, read_bounded(tgt, MODEL_LIMIT) if tgt.exists() else None)
 
     def to_state(self) -> dict:
         return {"src": self.src_proto, "tgt": None if self.is_joint else self.tgt_proto}

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from minitrans.core.textio import read_json
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.ct2 import METADATA, import_ctranslate2
 from minitrans.models.transformer import Transformer
@@ -245,7 +246,7 @@ def is_export(path: Path) -> bool:
     CTranslate2 export's minitrans.json, or the shareable folder's config.json)."""
     for name, expected in ((METADATA, FORMAT), ("config.json", "minitrans-hf")):
         try:
-            metadata = json.loads((path / name).read_text(encoding="utf-8"))
+            metadata = read_json(path / name)
         except (OSError, ValueError):
             continue
         if isinstance(metadata, dict) and metadata.get("format") == expected:
