@@ -19,7 +19,7 @@ from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_che
 from minitrans.inference import hf_export
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.ct2 import load_translator
-from minitrans.inference.export import ExportError
+from minitrans.inference.export import ExportError, shareable_config
 from minitrans.inference.hf_export import export_hf, is_hf_export, push_to_hub
 from minitrans.inference.translator import Translator
 
@@ -76,7 +76,7 @@ def test_the_folder_translates_as_the_checkpoint_did_without_torch_load(tmp_path
     assert loaded.translate_encoded(src_ids) == ours.translate_encoded(src_ids)
     for name, tensor in ours.model.state_dict().items():
         assert torch.equal(loaded.model.state_dict()[name], tensor), name
-    assert loaded.config == ours.config and loaded.max_len == ours.max_len
+    assert loaded.config == shareable_config(ours.config) and loaded.max_len == ours.max_len
     assert loaded.record.to_state() == ours.record.to_state()  # unseen-word warnings work as before
     # every loader of the scripts takes the folder (and its weights file) too
     for path in (folder, folder / "model.safetensors"):
@@ -303,3 +303,25 @@ def test_hostile_json_and_sizes_in_a_shared_folder_are_one_error_each(shared, tm
             continue
         with pytest.raises(CheckpointError, match=rf"does not hold a usable model \(.*({reasons[case]})"):
             Translator.from_pretrained(bad, "cpu")
+
+
+def test_an_export_carries_none_of_the_exporters_paths(tmp_path):
+    from minitrans.inference.export import shareable_source
+
+    corpus = tmp_path / "my-corpus"
+    corpus.mkdir()
+    config = {"data": {"name": "parallel", "root": str(corpus), "cache_dir": str(tmp_path / "cache"), "path": None}}
+    assert shareable_config(config) == {"data": {"name": "parallel", "root": "my-corpus", "path": None}}
+    hub = {"data": {"name": "hf", "path": "bentrevett/multi30k", "cache_dir": "~/.cache/minitrans"}}
+    assert shareable_config(hub) == {"data": {"name": "hf", "path": "bentrevett/multi30k"}}
+    assert shareable_source(tmp_path / "runs" / "base" / "checkpoints" / "best.pt") == "base/checkpoints/best.pt"
+
+    run = make_run(tmp_path)
+    payload = load_checkpoint(run / "checkpoints" / "best.pt")
+    payload["config"]["data"] |= {"cache_dir": str(tmp_path / "secret-cache"), "root": str(corpus)}
+    save_checkpoint(payload, run / "checkpoints" / "best.pt")
+    folder, _ = export_hf(run, tmp_path / "shared")
+    written = "".join(path.read_text(encoding="utf-8") for path in folder.iterdir() if path.suffix in (".json", ".md"))
+    assert str(tmp_path) not in written and "secret-cache" not in written
+    assert json.loads((folder / "config.json").read_text())["source"] == "run/checkpoints/best.pt"
+    assert Translator.from_pretrained(folder, "cpu").config["data"]["root"] == "my-corpus"

@@ -147,6 +147,12 @@ class CleanConfig:
 CORPORA = ("generated", "parallel", "multi30k", "hf")
 
 
+def local_cache_dir() -> str:
+    """This machine's cache folder: $MINITRANS_CACHE_DIR, else ~/.cache/minitrans. What a loaded
+    checkpoint or shared folder derives is cached here, never where its saved config says."""
+    return os.environ.get("MINITRANS_CACHE_DIR", "~/.cache/minitrans")
+
+
 @dataclass
 class DataConfig:
     name: str = knob("generated", "corpus: generated (embedded grammar) | parallel (a folder of files) | multi30k | hf")
@@ -180,7 +186,7 @@ class DataConfig:
     spm_sample: int = knob(200000, "SentencePiece trains on at most this many training pairs (a seeded sample)")
     max_tokens: int = knob(128, "training pairs longer than this (in subwords) are dropped")
     cache_dir: str = knob(
-        factory=lambda: os.environ.get("MINITRANS_CACHE_DIR", "~/.cache/minitrans"),
+        factory=lambda: local_cache_dir(),
         help="sentencepiece models and tokenised corpora; MINITRANS_CACHE_DIR moves it",
         shown="~/.cache/minitrans or $MINITRANS_CACHE_DIR",
     )
@@ -211,6 +217,16 @@ class DataConfig:
         check_range("data.corpus_seed", self.corpus_seed, 0, MAX_SEED)
         check(self.spm_model_type in ("unigram", "bpe"), "data.spm_model_type", "must be 'unigram' or 'bpe'")
         check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
+
+
+def loaded_data_config(config: dict | None) -> DataConfig:
+    """The data config of a loaded checkpoint or shared folder (its saved ``config``), with this
+    machine's cache folder: a file made elsewhere never chooses where we write. ValueError or
+    TypeError (one line) for a config without a usable ``data`` object."""
+    data = (config or {}).get("data") if isinstance(config, dict) else None
+    if not isinstance(data, dict):
+        raise ValueError(f"the saved config has no data object (found {type(data).__name__})")
+    return DataConfig(**{**data, "cache_dir": local_cache_dir()})
 
 
 @dataclass

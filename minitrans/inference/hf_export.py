@@ -29,6 +29,8 @@ from minitrans.core.textio import check_regular_file, read_json
 from minitrans.inference.export import (
     ExportError,
     check_replaceable,
+    shareable_config,
+    shareable_source,
     staged_export,
 )
 
@@ -81,8 +83,8 @@ def export_hf(
         "architectures": [type(translator.model).__name__],
         "max_len": translator.max_len,
         "joint_vocab": translator.tokenizer.is_joint,
-        "source": str(checkpoint),
-        "config": translator.config,  # the run's configuration: model, data, trainer
+        "source": shareable_source(checkpoint),
+        "config": shareable_config(translator.config),  # the run's configuration, without our paths
     }
     with staged_export(out_dir, force, keep=checkpoint) as folder:
         folder.mkdir()
