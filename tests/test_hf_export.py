@@ -325,3 +325,36 @@ def test_an_export_carries_none_of_the_exporters_paths(tmp_path):
     assert str(tmp_path) not in written and "secret-cache" not in written
     assert json.loads((folder / "config.json").read_text())["source"] == "run/checkpoints/best.pt"
     assert Translator.from_pretrained(folder, "cpu").config["data"]["root"] == "my-corpus"
+
+
+def test_int64_or_nan_weights_are_refused_not_translated_to_question_marks(shared, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _, folder = shared
+    weights = load_file(str(folder / "model.safetensors"))
+    key = next(iter(weights))
+    for case, value, reason in (
+        ("int", weights[key].to(torch.int64), "holds torch.int64, not floating-point numbers"),
+        ("nan", torch.full_like(weights[key], float("nan")), "holds NaN or infinite values"),
+    ):
+        bad = copy_of(folder, tmp_path / case)
+        save_file({**weights, key: value}, str(bad / "model.safetensors"))
+        with pytest.raises(CheckpointError, match=rf"does not hold a usable model .*{key} {reason}"):
+            Translator.from_pretrained(bad, "cpu")
+
+
+@pytest.mark.parametrize("repo", ["../../etc/passwd", "", "me/model.", "a--b/model", "me/" + "x" * 97])
+def test_a_bad_hub_repository_id_is_refused_before_anything_is_exported(shared, tmp_path, capsys, repo):
+    run, _ = shared
+    out = tmp_path / "model"
+    with pytest.raises(SystemExit) as exit_info:
+        export_script.main([str(run), str(out), "--to", "hf", "--push-to-hub", repo])
+    assert exit_info.value.code == 2 and not out.exists()
+    assert f"--push-to-hub {repo!r}: not a Hub repository id" in capsys.readouterr().err
+
+
+def test_a_license_with_a_newline_cannot_add_keys_to_the_cards_front_matter(shared, tmp_path):
+    run, _ = shared
+    folder, _ = export_hf(run, tmp_path / "card", license="mit\npipeline_tag: text-generation")
+    meta = yaml.safe_load((folder / "README.md").read_text().split("---\n")[1])
+    assert meta["license"] == "mit\npipeline_tag: text-generation" and meta["pipeline_tag"] == "translation"

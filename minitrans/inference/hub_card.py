@@ -79,16 +79,16 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
     split = (data.get("test_splits") or ["test"])[0]
     front = [
         "---",
-        "language:",
-        f"- {src}",
-        f"- {tgt}",
-        f"license: {license}",
+        "language:",  # every value as a quoted string: a newline or colon in one cannot add keys
+        f"- {_yaml(src)}",
+        f"- {_yaml(tgt)}",
+        f"license: {_yaml(license)}",
         "library_name: minitrans",
         "pipeline_tag: translation",
         "tags:",
         "- translation",
         "- minitrans",
-        f"- {model.get('kind', 'transformer')}",
+        f"- {_yaml(str(model.get('kind', 'transformer')))}",
     ]
     if test:
         front += _results(src, tgt, split, test, str(corpus))

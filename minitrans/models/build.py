@@ -80,6 +80,11 @@ def build_model_for_weights(cfg: TransformerConfig | RNNConfig, tokenizer: Token
             raise ValueError(
                 f"weights and config disagree: {key} is {list(given[key])}, the config gives {list(shape)}"
             )
+    for key, value in weights.items():  # an int64 or NaN table would translate to "⁇ ⁇ ⁇" without a word
+        if not value.is_floating_point():
+            raise ValueError(f"the weights' {key} holds {value.dtype}, not floating-point numbers")
+        if not bool(torch.isfinite(value).all()):
+            raise ValueError(f"the weights' {key} holds NaN or infinite values (a diverged or damaged model)")
     held = sum(value.numel() * value.element_size() for value in weights.values())
     if size > 2 * held + LOOSE_BYTES:  # buffers the file does not hold, e.g. a huge position table
         raise ValueError(
