@@ -291,3 +291,11 @@ def test_a_number_given_as_a_string_is_named_as_one():
         TransformerConfig(d_model="32")
     with pytest.raises(ConfigError, match=r"model.num_heads: must be in \[1, 16384\], got 0$"):
         TransformerConfig(num_heads=0)
+
+
+def test_language_codes_that_differ_only_in_case_are_one_language():
+    """train.en beside train.EN with src_lang=en tgt_lang=EN trained "en → EN"."""
+    from minitrans.core.config import DataConfig
+
+    with pytest.raises(ConfigError, match=r"data.tgt_lang: source and target are both 'en' \('EN'\)"):
+        DataConfig(src_lang="en", tgt_lang="EN")

@@ -195,7 +195,12 @@ class DataConfig:
         if isinstance(self.clean, dict):  # rebuilt from a checkpoint's saved config
             self.clean = CleanConfig(**self.clean)
         check(self.name in CORPORA, "data.name", f"unknown corpus {self.name!r}; choose one of {', '.join(CORPORA)}")
-        check(self.src_lang != self.tgt_lang, "data.tgt_lang", f"source and target are both {self.src_lang!r}")
+        check(
+            self.src_lang.casefold() != self.tgt_lang.casefold(),
+            "data.tgt_lang",
+            f"source and target are both {self.src_lang!r}"
+            + ("" if self.src_lang == self.tgt_lang else f" ({self.tgt_lang!r}): language codes ignore case"),
+        )
         check(self.name != "parallel" or bool(self.root), "data.root", "data=parallel needs data.root=FOLDER")
         check(self.name != "hf" or bool(self.path), "data.path", "data=hf needs data.path=HUB_ID_OR_LOCAL_PATH")
         check(
