@@ -480,3 +480,11 @@ def test_the_answer_has_exactly_the_keys_docs_explorer_md_documents(client):
     assert set(translation) == set(documented_keys(translation_keys))
     assert set(translation["hypotheses"][0]) == set(documented_keys(hypothesis_keys))
     assert set(translation["attention"]) == set(documented_keys(attention_keys))
+
+
+def test_a_json_body_sent_as_text_plain_is_told_its_content_type(client):
+    body = json.dumps({"sentences": [SRC[0]]})
+    response = client.post("/translate", content=body, headers={"content-type": "text/plain"})
+    assert_one_line_error(response, 415, "content-type: application/json (got text/plain)")
+    charset = {"content-type": "application/json; charset=utf-8"}
+    assert client.post("/translate", content=body, headers=charset).status_code == 200

@@ -310,6 +310,9 @@ def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> Fast
             return error(411, "a request body needs a Content-Length header")
         if length is not None and (not length.isdigit() or int(length) > limits.max_body_bytes):
             return error(413, f"request body over {limits.max_body_bytes} bytes")
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if request.method == "POST" and kind != "application/json":  # else the body is blamed for it
+            return error(415, f"send the body as JSON with content-type: application/json (got {kind or 'none'})")
         return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
