@@ -296,6 +296,7 @@ def test_script_refuses_a_busy_port_in_one_line(script, runs, capsys):
         assert script.main([str(runs["rnn"]), "--port", str(busy.getsockname()[1])]) == 1
     lines = error_lines(capsys)
     assert len(lines) == 1 and lines[0].startswith("error: cannot listen on 127.0.0.1:")
+    assert lines[0].endswith("(--port 0 picks a free one; mkdocs serve also uses 8000)")
 
 
 @pytest.mark.slow
