@@ -81,7 +81,18 @@ def argparse_scripts() -> list[str]:
     """Every documented command with an argparse command line: scripts/*.py but train.py, and
     the ``python -m`` entry points."""
     names = sorted(p.name for p in (ROOT / "scripts").glob("*.py") if p.name not in HYDRA_SCRIPTS)
-    return [*names, *EXTRA_COMMANDS]
+    return sorted([*names, *EXTRA_COMMANDS], key=_reading_order)
+
+
+# The reference's order: what a learner runs after training first, the benchmarks last.
+FIRST_SCRIPTS = ["translate.py", "evaluate.py", "serve.py", "compare.py", "heads.py", "average.py", "export.py"]
+
+
+def _reading_order(name: str) -> tuple[int, int, str]:
+    if name in FIRST_SCRIPTS:
+        return (0, FIRST_SCRIPTS.index(name), name)
+    is_benchmark = name.startswith(("bench", "python -m minitrans.bench")) or name == "throughput.py"
+    return (2 if is_benchmark else 1, 0, name)
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:
@@ -93,7 +104,7 @@ def option_strings(parser: argparse.ArgumentParser) -> set[str]:
 
 def _help_without_width(parser: argparse.ArgumentParser) -> str:
     previous = parser.formatter_class
-    parser.formatter_class = lambda prog: previous(prog, width=100)
+    parser.formatter_class = lambda prog: previous(prog, width=76)  # a page's code column
     try:
         return parser.format_help()
     finally:
@@ -187,12 +198,10 @@ def config_markdown() -> str:
         "",
         "## Every key",
         "",
-        "What `python scripts/train.py --help` prints, taken from the schemas in `minitrans/core/config.py`:",
+        "What `python scripts/train.py --help` prints, taken from the schemas in `minitrans/core/config.py`,",
+        "one table per section:",
         "",
-        "```text",
-        help_text().rstrip(),
-        "```",
-        "",
+        *_help_tables(help_text()),
         "## Types and defaults",
         "",
         "The defaults of the schemas; a group option (`model=rnn`, `data=multi30k`) or an experiment",
@@ -206,9 +215,26 @@ def config_markdown() -> str:
                 continue
             kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
             cells = [f"`{prefix}{field.name}`", f"`{kind}`", f"`{_default(field)}`"]
-            out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+            out.append("| " + " | ".join(cells) + " |")  # a | inside a code span is no cell border
         out.append("")
     return "\n".join(out)
+
+
+def _help_tables(text: str) -> list[str]:
+    """``--help``'s sections (``model=transformer (the default):`` then ``  key=default  what it is``
+    lines) as Markdown tables, which fit the page where the text's 200-character lines did not."""
+    out: list[str] = []
+    for line in text.rstrip().splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith(" "):
+            out += ["", f"**{line.rstrip(':')}**", "", "| key=default | what it is |", "|---|---|"]
+            continue
+        setting = re.match(r"^\s+(\S+?)=(.*?)\s{2,}(\S.*)$", line) or re.match(r"^\s+(\S+?)=(\S*)\s(.*)$", line)
+        key, default, what = setting.groups()
+        what = re.sub(r"(?<!\\)\|", "\\|", what)
+        out.append(f"| `{key}={default}` | {what} |")
+    return [*out, ""]
 
 
 def _markdown(rst: str) -> str:

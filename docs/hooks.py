@@ -1,7 +1,19 @@
-"""MkDocs hook: fill the generated parts of the pages (see gen_reference.py) at build time."""
+"""MkDocs hooks: fill the generated parts of the pages (see gen_reference.py) at build time, and
+point the notebook's links at the site's pages.
+
+The notebook links to pages as a reader in Jupyter opens them, by their files (``../concepts.md``);
+mkdocs-jupyter copies those links as they are, so on the site they would name files under
+``tutorial/`` that do not exist. Here they become the pages' addresses, and one that names no page
+is a warning (an error under ``mkdocs build --strict``), as a broken link of a Markdown page is.
+A link to the notebook itself (its download link) stays: mkdocs-jupyter copies the file beside
+the page, under the same name.
+"""
 
 from __future__ import annotations
 
+import logging
+import posixpath
+import re
 import sys
 from pathlib import Path
 
@@ -10,6 +22,26 @@ sys.path[:0] = [str(DOCS), str(DOCS.parent)]  # gen_reference, and minitrans fro
 
 import gen_reference  # noqa: E402
 
+log = logging.getLogger("mkdocs.hooks.notebook_links")
+MARKDOWN_LINK = re.compile(r'href="(?!https?:|mailto:|#)([^"#]+\.(?:md|ipynb))(#[^"]*)?"')
+
 
 def on_page_markdown(markdown: str, **kwargs) -> str:
     return gen_reference.expand(markdown)
+
+
+def on_page_content(html: str, page, files, **kwargs) -> str:
+    if not page.file.src_uri.endswith(".ipynb"):
+        return html
+
+    def to_page(match: re.Match) -> str:
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), match.group(1)))
+        target = files.get_file_from_path(path)
+        if target is page.file:  # the notebook's own download link: mkdocs-jupyter copies it beside the page
+            return match.group(0)
+        if target is None:
+            log.warning("%s links to %s, which is not a page of the site", page.file.src_uri, match.group(1))
+            return match.group(0)
+        return f'href="{target.url_relative_to(page.file)}{match.group(2) or ""}"'
+
+    return MARKDOWN_LINK.sub(to_page, html)

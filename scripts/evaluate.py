@@ -103,6 +103,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "...; default: the run's trainer.bleu_tokenize, else sacrebleu's choice for the target language: zh, "
         "ja-mecab, ko-mecab, else 13a)",
     )
+    parser.add_argument(
+        "--keep-spaces",
+        action="store_true",
+        help="score a pre-segmented Japanese or Chinese target with its spaces (default: the run's "
+        "trainer.bleu_keep_spaces, else removed before ja-mecab / zh tokenise it)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     if args.bleu_tokenize is not None:  # checked here: sacrebleu is imported only once --help is past
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
-    from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
+    from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores, keeps_cjk_spaces
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split
     from minitrans.inference.coverage import check_recorded_split
@@ -172,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
     hypotheses = translate_with_progress(translator, sources, not args.no_progress, options)
     tgt_lang, tokenize = bleu_settings(translator.config)
     tokenize = args.bleu_tokenize or tokenize
+    keep = args.keep_spaces or keeps_cjk_spaces(translator.config)
     report = {
         "checkpoint": str(checkpoint),
         "split": split,
@@ -180,9 +187,11 @@ def run(args: argparse.Namespace) -> int:
         "beam": args.beam,
         "length_penalty": args.length_penalty,
         "max_output_ratio": args.max_output_ratio,
-        **corpus_scores(hypotheses, references, tgt_lang, tokenize),
-        **unseen_scores(hypotheses, references, seen, tgt_lang, tokenize),
-        "by_length": bleu_by_length(sources, hypotheses, references, tgt_lang=tgt_lang, tokenize=tokenize),
+        **corpus_scores(hypotheses, references, tgt_lang, tokenize, keep),
+        **unseen_scores(hypotheses, references, seen, tgt_lang, tokenize, keep),
+        "by_length": bleu_by_length(
+            sources, hypotheses, references, tgt_lang=tgt_lang, tokenize=tokenize, keep_spaces=keep
+        ),
     }
     out_dir = args.out if args.out is not None else run_folder(checkpoint) / "eval"
     name = report_name(split, checkpoint, options, args.limit, size, args.bleu_tokenize)

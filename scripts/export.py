@@ -18,12 +18,15 @@ Thin by design: everything is in ``minitrans.inference.export`` and ``minitrans.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.inference.export import ENGINES, ExportError, export_ctranslate2
-from minitrans.inference.hf_export import export_hf, push_to_hub, repo_id_problem
+from minitrans.inference.hf_export import export_hf, push_to_hub
 
+_HUB_NAME = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"  # the Hub's rule for an owner or a name
+HUB_REPO_ID = re.compile(rf"(?!.*(?:\.\.|--))(?:{_HUB_NAME}/)?{_HUB_NAME}")
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32")
 
 
@@ -56,10 +59,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--private", action="store_true", help="--push-to-hub: create the repository private")
     args = parser.parse_args(argv)
-    if args.to != "hf" and (args.push_to_hub is not None or args.private):
+    if args.to != "hf" and (args.push_to_hub or args.private):
         parser.error("--push-to-hub and --private go with --to hf")
-    if args.push_to_hub is not None and (problem := repo_id_problem(args.push_to_hub)) is not None:
-        parser.error(f"--push-to-hub {args.push_to_hub!r}: {problem}")
+    if args.push_to_hub is not None and not HUB_REPO_ID.fullmatch(args.push_to_hub):
+        parser.error(  # before anything is exported: huggingface_hub would refuse it only at the upload
+            f"--push-to-hub {args.push_to_hub!r}: not a Hub repository id (OWNER/NAME or NAME: letters, digits, "
+            "'-', '_', '.'; no '..' or '--'; at most 96 characters each)"
+        )
     if args.to == "hf" and args.quantization:
         parser.error("--quantization goes with --to ctranslate2 (--to hf keeps the trained weights)")
     return args
@@ -90,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.to == "hf":
         print(f"exported {args.checkpoint} to {out} (hf: model.safetensors, config.json, README.md)")
-        return push(out, args) if args.push_to_hub is not None else 0
+        return push(out, args) if args.push_to_hub else 0
     print(f"exported {args.checkpoint} to {out} (ctranslate2, {args.quantization or 'float32'})")
     return 0
 

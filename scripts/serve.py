@@ -70,11 +70,18 @@ def is_loopback(host: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:  # first of all, before seconds of imports and model loading: a busy port is said at once
+        sock = bind(args.host, args.port)
+    except OSError as error:
+        hint = " (--port 0 picks a free one; mkdocs serve also uses 8000)" if args.port else ""
+        print(f"error: cannot listen on {args.host}:{args.port}: {error.strerror or error}{hint}", file=sys.stderr)
+        return 1
     try:
         import uvicorn
 
         from minitrans.serve.app import Limits, ServedModel, create_app
     except ModuleNotFoundError as error:
+        sock.close()
         if error.name and error.name.split(".")[0] in WEB_MODULES:
             print(f'error: the web app needs {error.name}: pip install -e ".[demo]"', file=sys.stderr)
             return 1
@@ -85,12 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         device = pick_device(args.device)
     except ValueError:
+        sock.close()
         print(f"error: --device {args.device}: no such device on this machine", file=sys.stderr)
-        return 1
-    try:
-        sock = bind(args.host, args.port)
-    except OSError as error:
-        print(f"error: cannot listen on {args.host}:{args.port}: {error.strerror or error}", file=sys.stderr)
         return 1
     try:
         models = [ServedModel.load(run, device) for run in args.runs]

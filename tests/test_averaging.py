@@ -128,3 +128,16 @@ def test_the_script_refuses_to_replace_an_input_or_a_file_of_a_runs_checkpoints(
     assert average.main([str(best), str(outside), "-o", str(linked)]) == 1
     assert "one of the checkpoints to average" in capsys.readouterr().err
     assert average.main([str(best), str(outside), "-o", str(tmp_path / "run" / "avg.pt")]) == 0
+
+
+def test_a_safetensors_file_is_named_as_one_not_called_corrupt(tmp_path, capsys):
+    from safetensors.torch import save_file
+
+    best = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt", max_len=32)
+    shared = tmp_path / "model.safetensors"
+    save_file({key: value.clone() for key, value in load_checkpoint(best)["model"].items()}, str(shared))
+    with pytest.raises(CheckpointError, match=r"is a safetensors file \(the weights of a shared folder"):
+        load_checkpoint(shared)
+    assert load("average").main([str(best), str(shared), "-o", str(tmp_path / "avg.pt")]) == 1
+    err = capsys.readouterr().err
+    assert "is a safetensors file" in err and "corrupt" not in err and not (tmp_path / "avg.pt").exists()

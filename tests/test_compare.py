@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from minitrans.runs.compare import compare, comparison_table, find_runs, heads_dk_grid, plot_bleu_by_length, run_labels
-from minitrans.runs.summary import RunSummary
+from minitrans.runs.summary import RunSummary, summary_line
 
 PNG = b"\x89PNG\r\n\x1a\n"
 ROOT = Path(__file__).resolve().parents[1]
@@ -386,3 +386,17 @@ def test_the_best_heads_aer_stands_beside_bleu_and_the_fixed_context_rnn_says_it
     other = tmp_path / "other"
     write_run(other / "c", summary(kind="rnn"))
     assert "AER" not in comparison_table(find_runs([other])[0])
+
+
+def test_the_summary_line_says_when_validation_bleu_is_of_a_sample():
+    summary = RunSummary(
+        model="transformer",
+        params=10,
+        steps=3,
+        train_seconds=1.0,
+        test={"bleu": 20.0, "chrf": 40.0},
+        valid={"bleu": 16.7, "loss": 2.0, "sentences": 200, "of": 1000},
+    )
+    assert "valid BLEU 16.70 (on 200 of 1,000 sentences) loss 2.000" in summary_line(summary, "run")
+    summary.valid |= {"sentences": 1000}
+    assert "valid BLEU 16.70 loss 2.000" in summary_line(summary, "run")

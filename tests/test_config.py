@@ -283,3 +283,19 @@ def test_importing_the_package_makes_idle_openmp_threads_sleep_unless_told_other
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == "PASSIVE\n"
     env["OMP_WAIT_POLICY"] = "ACTIVE"
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == "ACTIVE\n"
+
+
+def test_a_number_given_as_a_string_is_named_as_one():
+    """A hand-edited config.json with ``"d_model": "32"`` printed "got 32", which reads as valid."""
+    with pytest.raises(ConfigError, match=r"model.d_model: must be in \[1, 16384\], got '32' \(a str, not a number\)"):
+        TransformerConfig(d_model="32")
+    with pytest.raises(ConfigError, match=r"model.num_heads: must be in \[1, 16384\], got 0$"):
+        TransformerConfig(num_heads=0)
+
+
+def test_language_codes_that_differ_only_in_case_are_one_language():
+    """train.en beside train.EN with src_lang=en tgt_lang=EN trained "en → EN"."""
+    from minitrans.core.config import DataConfig
+
+    with pytest.raises(ConfigError, match=r"data.tgt_lang: source and target are both 'en' \('EN'\)"):
+        DataConfig(src_lang="en", tgt_lang="EN")

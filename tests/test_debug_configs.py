@@ -18,6 +18,11 @@ def test_debug_tiny_trains_and_tests_in_seconds(tmp_path, run_train):
     assert result.returncode == 0, result.stderr
     summary = json.loads((run / "summary.json").read_text())
     assert summary["steps"] == 40 and summary["train_seconds"] < 60 and summary["params"] < 100_000
+    # validation BLEU is of trainer.eval_sentences=4 of the 12 sentences: the record and the line say so
+    valid = summary["valid"]
+    assert (valid["sentences"], valid["of"]) == (4, 12) and "tok:13a" in valid["bleu_signature"]
+    assert "nc:6" in valid["chrf_signature"]
+    assert f"valid BLEU {valid['bleu']:.2f} (on 4 of 12 sentences) loss" in result.stdout
 
 
 @pytest.mark.slow

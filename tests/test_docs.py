@@ -163,6 +163,26 @@ def test_a_documented_command_parses(page, script, args, fails, capsys):
         assert problem is None, f"{page}: {script} {shlex.join(args)}: {problem}"
 
 
+def test_the_documented_error_lines_are_what_the_program_prints_today():
+    """A ``# error:`` line under a ``train.py`` command quotes the refusal word for word."""
+    checked = 0
+    for page in PAGES:
+        for _, lines in fenced_blocks(page.read_text(encoding="utf-8")):
+            for command, comment in zip(lines, lines[1:]):
+                if comment.startswith("# error: ") and command.startswith("python scripts/train.py "):
+                    args = shlex.split(command, comments=True)[2:]
+                    assert problem_with("scripts/train.py", args) == comment.removeprefix("# error: "), page
+                    checked += 1
+    assert checked >= 2
+
+
+def test_the_quoted_schema_field_has_todays_default():
+    from minitrans.core.config import TransformerConfig
+
+    text = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    assert f"d_ff: int = knob({TransformerConfig().d_ff}," in text
+
+
 def test_the_checker_finds_a_misspelt_option_and_key(capsys):
     (command,) = shell_commands("```bash\npython scripts/translate.py RUN --bean 5 > out.txt  # typo\n```")
     ((script, args),) = script_invocations(command[0])
@@ -281,6 +301,163 @@ def test_every_page_is_in_the_site_navigation():
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in [*DOCS.rglob("*.md"), *DOCS.rglob("*.ipynb")]:
         assert str(page.relative_to(DOCS)) in nav, page
+
+
+def _nav_pages(entries) -> list[str]:
+    """The files of a navigation section, in order, its subsections' too."""
+    pages = []
+    for entry in entries:
+        for value in entry.values() if isinstance(entry, dict) else [entry]:
+            pages += _nav_pages(value) if isinstance(value, list) else [value]
+    return pages
+
+
+def test_the_navigation_separates_learning_from_using_from_reference():
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    sections = {name: _nav_pages(value) for entry in nav for name, value in entry.items() if isinstance(value, list)}
+    assert list(sections) == ["Learn", "Use", "Reference / Development"]
+    assert sections["Learn"][:5] == [
+        "getting-started.md",
+        "tutorial/index.md",
+        "tutorial/attention_tour.ipynb",
+        "concepts.md",
+        "attention-measured.md",
+    ]
+    assert "claims.md" in sections["Learn"]
+    assert sections["Use"] == [
+        "own-data.md",
+        "translating.md",
+        "explorer.md",
+        "tensorboard.md",
+        "runs.md",
+        "sweeps-measured.md",
+    ]
+    assert {"reference/configuration.md", "reference/cli.md", "results.md", "performance.md", "layout.md"} <= set(
+        sections["Reference / Development"]
+    )
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/tutorial/index.md", "docs/concepts.md"])
+def test_the_learner_pages_link_the_measured_pages(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert re.search(r"\]\((docs/|\.\./)?attention-measured\.md\)", text), page
+    assert re.search(r"\]\((docs/|\.\./)?claims\.md\)", text), page
+
+
+def test_the_cli_reference_puts_what_a_learner_runs_before_the_benchmarks():
+    names = gen_reference.argparse_scripts()
+    assert names[:3] == ["translate.py", "evaluate.py", "serve.py"]
+    assert names.index("serve.py") < min(names.index(n) for n in names if "bench" in n or n == "throughput.py")
+
+
+def test_equations_are_math_typeset_in_the_browser_not_code():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    extensions = {next(iter(e)) if isinstance(e, dict) else e: e for e in config["markdown_extensions"]}
+    assert extensions["pymdownx.arithmatex"] == {"pymdownx.arithmatex": {"generic": True}}
+    scripts = config["extra_javascript"]
+    assert any(s.endswith("katex.min.js") for s in scripts) and any(s.endswith("auto-render.min.js") for s in scripts)
+    assert "renderMathInElement" in (DOCS / scripts[0]).read_text(encoding="utf-8")
+    concepts = (DOCS / "concepts.md").read_text(encoding="utf-8")
+    assert r"\mathrm{softmax}" in concepts and r"\sum_j \alpha_{ij} h_j" in concepts
+    code_spans = re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", concepts, flags=re.S))
+    assert not [span for span in code_spans if re.search(r"softmax\(|Σ_j|sin\(pos|√d_k\)", span)]
+
+
+def test_every_picture_has_alt_text():
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        assert not re.findall(r"!\[\s*\]\(", text), page
+
+
+def test_the_pages_that_start_a_server_on_8000_say_how_to_run_two():
+    for page in (ROOT / "README.md", DOCS / "explorer.md", DOCS / "tutorial" / "index.md"):
+        assert "--port 0" in page.read_text(encoding="utf-8"), page
+
+
+def test_the_default_runs_test_bleu_is_one_figure_everywhere():
+    row = next(line for line in readme().splitlines() if line.startswith("| default run"))
+    bleu = re.search(r"\*\*(\d+\.\d+)\*\*", row).group(1)
+    assert "`python scripts/train.py hydra.run.dir=runs/default`" in row
+    for page in ("README.md", "docs/getting-started.md", "docs/tutorial/index.md", "docs/results.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert re.search(rf"(?<![\d.]){re.escape(bleu)}(?![\d])", text), page
+        assert "about 97.7" not in text, page
+    results = (DOCS / "results.md").read_text(encoding="utf-8").split("## The default run", 1)[1]
+    assert f"**{bleu}**" in results.split("\n\n", 3)[2]  # the section's table
+    for page in ("README.md", "docs/index.md", "docs/getting-started.md"):
+        assert "about 5½ minutes" in (ROOT / page).read_text(encoding="utf-8"), page
+
+
+# --- the notebook and the install path ---------------------------------------------------------
+
+NOTEBOOK = DOCS / "tutorial" / "attention_tour.ipynb"
+
+
+def notebook_cells(kind: str) -> list[str]:
+    import json
+
+    return [
+        "".join(cell["source"])
+        for cell in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+        if cell["cell_type"] == kind
+    ]
+
+
+def test_the_notebook_works_the_notes_example_and_computes_the_exact_figures():
+    code = "\n".join(notebook_cells("code"))
+    first = notebook_cells("code")[1]
+    assert "X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.5, 1.0]])" in first
+    assert "/ math.sqrt(2)" in first and ".softmax(dim=-1)" in first
+    assert "[0.25, 0.15, 0.25, 0.25, 0.10]" in code and "[0.73, 0.68]" in code  # the notes' printed figures
+    for exact in ("0.238", "0.118", "0.799", "0.762", "0.890"):  # computed in the cells, never typed
+        assert exact not in code, exact
+
+
+def test_the_notebook_builds_heads_and_cross_attention_by_hand_and_shows_the_scale():
+    code = "\n".join(notebook_cells("code"))
+    assert "torch.cat(heads, dim=-1)" in code and "attention.out_proj(concatenated)" in code
+    assert "cross.q_proj(y)" in code and "cross.kv_proj(memory)" in code
+    assert code.count("assert torch.allclose(by_hand, from_module") == 2
+    assert "Var(q·k)" in code and "/ math.sqrt(d_k)" in code
+    assert "colorbar" in code
+
+
+def test_the_notebook_writes_its_runs_outside_the_checkout():
+    code = "\n".join(notebook_cells("code"))
+    assert "tempfile.mkdtemp" in code
+    assert not re.search(r"[\"']runs/", code)
+
+
+def test_the_notebook_links_name_pages_that_exist_and_cites_the_readmes_bottleneck_figure():
+    text = "\n".join(notebook_cells("markdown"))
+    links = re.findall(r"\]\(([^)#]+\.(?:md|ipynb))", text) + re.findall(r'href="([^"#]+)"', text)
+    assert len(links) >= 5
+    for link in links:
+        assert (NOTEBOOK.parent / link).resolve().is_file(), link
+    start, end = re.search(r"\((\d+) → (\d+) BLEU\)", readme()).groups()
+    assert f"falls from {start} BLEU" in text and f"to {end} beyond 50" in text
+
+
+def test_the_notebook_opens_with_the_jupyter_extra_and_offers_a_download():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert any(requirement.startswith("jupyterlab") for requirement in extras["jupyter"])
+    intro = notebook_cells("markdown")[0]
+    assert 'pip install -e ".[dev,jupyter]"' in intro and "jupyter lab docs/tutorial/attention_tour.ipynb" in intro
+    assert '<a href="attention_tour.ipynb" download>' in intro
+    assert '".[jupyter]"' in readme()
+
+
+def test_the_readme_says_how_to_get_the_cpu_build_of_torch():
+    text = readme()
+    assert 'pip install "torch==2.13.0" && pip install -e ".[dev]"' in text
+    assert '"torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu' in text
+    assert "GPU build works unchanged" in text
 
 
 # --- slow: the Quick start as written, the notebook ----------------------------------------------

@@ -19,7 +19,7 @@ from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_che
 from minitrans.inference import hf_export
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.ct2 import load_translator
-from minitrans.inference.export import ExportError
+from minitrans.inference.export import ExportError, shareable_config
 from minitrans.inference.hf_export import export_hf, is_hf_export, push_to_hub
 from minitrans.inference.translator import Translator
 
@@ -76,7 +76,7 @@ def test_the_folder_translates_as_the_checkpoint_did_without_torch_load(tmp_path
     assert loaded.translate_encoded(src_ids) == ours.translate_encoded(src_ids)
     for name, tensor in ours.model.state_dict().items():
         assert torch.equal(loaded.model.state_dict()[name], tensor), name
-    assert loaded.config == ours.config and loaded.max_len == ours.max_len
+    assert loaded.config == shareable_config(ours.config) and loaded.max_len == ours.max_len
     assert loaded.record.to_state() == ours.record.to_state()  # unseen-word warnings work as before
     # every loader of the scripts takes the folder (and its weights file) too
     for path in (folder, folder / "model.safetensors"):
@@ -213,16 +213,6 @@ def test_the_script_refuses_options_of_the_other_format(shared, tmp_path):
         export_script.parse_args([str(run), str(tmp_path / "x"), "--to", "hf", "--quantization", "int8"])
 
 
-@pytest.mark.parametrize("repo", ["../../etc/passwd", "", "a/b/c"])
-def test_a_hub_repository_name_that_cannot_be_is_refused_before_exporting(shared, tmp_path, capsys, repo):
-    run, _ = shared
-    out = tmp_path / "model"
-    with pytest.raises(SystemExit) as exited:
-        export_script.main([str(run), str(out), "--to", "hf", "--push-to-hub", repo])
-    assert exited.value.code == 2 and not out.exists()
-    assert capsys.readouterr().err.splitlines()[-1].startswith(f"export.py: error: --push-to-hub {repo!r}: Repo id")
-
-
 def test_hf_export_module_states_its_files():
     for name in (hf_export.WEIGHTS, hf_export.CONFIG, hf_export.RECORD, hf_export.CARD):
         assert name in hf_export.__doc__
@@ -265,3 +255,129 @@ def test_heads_and_serve_take_the_folder_translate_takes(tmp_path, capsys):
     assert json.loads((folder / "heads" / "aer.json").read_text())["aer_sentences"] == 4
     served = ServedModel.load(folder, "cpu")
     assert served.name == "shared" and served.info()["attention"]["cross"] == {"layers": 1, "heads": 2}
+
+
+def copy_of(folder: Path, to: Path) -> Path:
+    to.mkdir()
+    for path in folder.iterdir():
+        (to / path.name).write_bytes(path.read_bytes())
+    return to
+
+
+@pytest.mark.parametrize("name", ["src.model", "config.json", "model.safetensors", "training_data.json"])
+def test_a_fifo_or_dev_zero_in_a_shared_folder_is_one_error_not_a_hang(shared, tmp_path, name):
+    import os
+    import signal
+
+    _, folder = shared
+    for kind in ("fifo", "zero"):
+        bad = copy_of(folder, tmp_path / kind)
+        (bad / name).unlink()
+        if kind == "fifo":
+            os.mkfifo(bad / name)  # nobody ever writes to it: reading it would wait forever
+        else:
+            (bad / name).symlink_to("/dev/zero")  # reading it whole would fill the memory
+        signal.alarm(20)  # a hang fails the test instead of the suite
+        try:
+            if name == "config.json":  # without its config the folder is not taken for an export at all
+                assert not is_hf_export(bad)
+                with pytest.raises(CheckpointError, match="not a folder written by export.py --to hf"):
+                    Translator.from_pretrained(bad, "cpu")
+            else:
+                with pytest.raises(CheckpointError, match=rf"{name} is (a FIFO|a device), not a regular file"):
+                    Translator.from_pretrained(bad, "cpu")
+        finally:
+            signal.alarm(0)
+
+
+def test_hostile_json_and_sizes_in_a_shared_folder_are_one_error_each(shared, tmp_path, monkeypatch):
+    from minitrans.models import build
+
+    _, folder = shared
+    # the tiny model's 65,536 positions take 8 MiB; the rule (twice the weights and 64 MiB) scaled down
+    monkeypatch.setattr(build, "LOOSE_BYTES", 1 << 20)
+    config = json.loads((folder / "config.json").read_text())
+    cases = {
+        "nested": ("config.json", '{"format": "minitrans-hf", "config": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        "model-list": ("config.json", json.dumps({**config, "config": {**config["config"], "model": [1, 2]}})),
+        "record": ("training_data.json", json.dumps({"word_counts": 5})),
+        "record-list": ("training_data.json", "[1, 2, 3]"),
+        "positions": (
+            "config.json",
+            json.dumps(
+                {**config, "config": {**config["config"], "model": {**config["config"]["model"], "max_len": 65536}}}
+            ),
+        ),
+    }
+    reasons = {
+        "nested": "nests its JSON too deeply",
+        "model-list": "'model' must be an object, not list",
+        "record": "AttributeError|TypeError",
+        "record-list": "training_data.json holds a list, not an object",
+        "positions": r"asks for [\d,]+ MiB of parameters and buffers, the weights hold [\d,]+ MiB .*max_len=65536",
+    }
+    for case, (name, text) in cases.items():
+        bad = copy_of(folder, tmp_path / case)
+        (bad / name).write_text(text)
+        if case == "nested":  # no longer an export: nothing in it is trusted
+            assert not is_hf_export(bad)
+            with pytest.raises(ValueError, match=reasons[case]):
+                hf_export.read_json(bad / name)
+            continue
+        with pytest.raises(CheckpointError, match=rf"does not hold a usable model \(.*({reasons[case]})"):
+            Translator.from_pretrained(bad, "cpu")
+
+
+def test_an_export_carries_none_of_the_exporters_paths(tmp_path):
+    from minitrans.inference.export import shareable_source
+
+    corpus = tmp_path / "my-corpus"
+    corpus.mkdir()
+    config = {"data": {"name": "parallel", "root": str(corpus), "cache_dir": str(tmp_path / "cache"), "path": None}}
+    assert shareable_config(config) == {"data": {"name": "parallel", "root": "my-corpus", "path": None}}
+    hub = {"data": {"name": "hf", "path": "bentrevett/multi30k", "cache_dir": "~/.cache/minitrans"}}
+    assert shareable_config(hub) == {"data": {"name": "hf", "path": "bentrevett/multi30k"}}
+    assert shareable_source(tmp_path / "runs" / "base" / "checkpoints" / "best.pt") == "base/checkpoints/best.pt"
+
+    run = make_run(tmp_path)
+    payload = load_checkpoint(run / "checkpoints" / "best.pt")
+    payload["config"]["data"] |= {"cache_dir": str(tmp_path / "secret-cache"), "root": str(corpus)}
+    save_checkpoint(payload, run / "checkpoints" / "best.pt")
+    folder, _ = export_hf(run, tmp_path / "shared")
+    written = "".join(path.read_text(encoding="utf-8") for path in folder.iterdir() if path.suffix in (".json", ".md"))
+    assert str(tmp_path) not in written and "secret-cache" not in written
+    assert json.loads((folder / "config.json").read_text())["source"] == "run/checkpoints/best.pt"
+    assert Translator.from_pretrained(folder, "cpu").config["data"]["root"] == "my-corpus"
+
+
+def test_int64_or_nan_weights_are_refused_not_translated_to_question_marks(shared, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _, folder = shared
+    weights = load_file(str(folder / "model.safetensors"))
+    key = next(iter(weights))
+    for case, value, reason in (
+        ("int", weights[key].to(torch.int64), "holds torch.int64, not floating-point numbers"),
+        ("nan", torch.full_like(weights[key], float("nan")), "holds NaN or infinite values"),
+    ):
+        bad = copy_of(folder, tmp_path / case)
+        save_file({**weights, key: value}, str(bad / "model.safetensors"))
+        with pytest.raises(CheckpointError, match=rf"does not hold a usable model .*{key} {reason}"):
+            Translator.from_pretrained(bad, "cpu")
+
+
+@pytest.mark.parametrize("repo", ["../../etc/passwd", "", "me/model.", "a--b/model", "me/" + "x" * 97])
+def test_a_bad_hub_repository_id_is_refused_before_anything_is_exported(shared, tmp_path, capsys, repo):
+    run, _ = shared
+    out = tmp_path / "model"
+    with pytest.raises(SystemExit) as exit_info:
+        export_script.main([str(run), str(out), "--to", "hf", "--push-to-hub", repo])
+    assert exit_info.value.code == 2 and not out.exists()
+    assert f"--push-to-hub {repo!r}: not a Hub repository id" in capsys.readouterr().err
+
+
+def test_a_license_with_a_newline_cannot_add_keys_to_the_cards_front_matter(shared, tmp_path):
+    run, _ = shared
+    folder, _ = export_hf(run, tmp_path / "card", license="mit\npipeline_tag: text-generation")
+    meta = yaml.safe_load((folder / "README.md").read_text().split("---\n")[1])
+    assert meta["license"] == "mit\npipeline_tag: text-generation" and meta["pipeline_tag"] == "translation"

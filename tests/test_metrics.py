@@ -5,7 +5,15 @@ import math
 import pytest
 import sacrebleu
 
-from minitrans.core.metrics import bleu_by_length, bleu_settings, bleu_tokenizer, bucket_label, corpus_scores
+from minitrans.core.metrics import (
+    bleu_by_length,
+    bleu_settings,
+    bleu_tokenizer,
+    bucket_label,
+    cjk_space_share,
+    corpus_scores,
+    remove_cjk_spaces,
+)
 
 
 def test_scores_agree_with_sacrebleu_on_known_strings():
@@ -147,3 +155,52 @@ def test_arabic_script_targets_are_scored_with_intl():
     hyp, ref = ["هل أنت بخير ؟"], ["هل أنت بخير؟"]
     assert corpus_scores(hyp, ref, tgt_lang="ar")["bleu"] == pytest.approx(100.0)
     assert corpus_scores(hyp, ref, tgt_lang="ar", tokenize="13a")["bleu"] < 100.0
+
+
+# A pre-segmented Japanese corpus (words separated by spaces, as small_parallel_enja comes)
+SPACED_JA_HYP, SPACED_JA_REF = "私 は 猫 が 好き", "私 は 猫 が 好き です"
+
+
+def test_the_share_of_spaced_cjk_gaps_tells_a_segmented_corpus_from_written_text():
+    assert cjk_space_share([SPACED_JA_REF]) == pytest.approx(5 / 7)  # 5 spaced gaps, 好き and です joined
+    assert cjk_space_share([JAPANESE_REF, CHINESE_REF]) == 0.0
+    assert cjk_space_share(["Der Hund läuft schnell."]) == 0.0  # no CJK gap at all
+    assert remove_cjk_spaces("Tom は 猫 が 好き です 。") == "Tom は猫が好きです。"  # the space after Latin stays
+
+
+def test_a_pre_segmented_japanese_target_is_scored_as_written_and_says_so():
+    pytest.importorskip("MeCab", reason="ja-mecab needs the ja extra: pip install 'minitrans[ja]'")
+    pytest.importorskip("ipadic", reason="ja-mecab needs the ja extra: pip install 'minitrans[ja]'")
+    spaced = corpus_scores([SPACED_JA_HYP], [SPACED_JA_REF], tgt_lang="ja")
+    written = corpus_scores([JAPANESE_HYP], [JAPANESE_REF], tgt_lang="ja")
+    assert spaced["bleu"] == pytest.approx(written["bleu"]) and spaced["cjk_spaces_removed"] == pytest.approx(0.714)
+    assert "cjk_spaces_removed" not in written
+    kept = corpus_scores([SPACED_JA_HYP], [SPACED_JA_REF], tgt_lang="ja", keep_spaces=True)
+    assert "cjk_spaces_removed" not in kept
+    by_length = bleu_by_length(["I like cats"], [SPACED_JA_HYP], [SPACED_JA_REF], tgt_lang="ja")
+    assert by_length[0]["bleu"] == pytest.approx(written["bleu"])
+
+
+def test_segmentation_spaces_are_removed_only_for_tokenizers_that_segment_cjk():
+    hyps, refs = ["猫 が 好き"], ["猫 が 好き です"]
+    assert "cjk_spaces_removed" in corpus_scores(hyps, refs, tgt_lang="zh")
+    assert "cjk_spaces_removed" not in corpus_scores(hyps, refs, tgt_lang="zh", tokenize="13a")
+    assert "cjk_spaces_removed" not in corpus_scores(hyps, refs, tgt_lang="de")
+
+
+def test_a_pre_segmented_target_is_reported_once_at_preparation(tiny_config):
+    import datasets
+
+    from minitrans.data.corpus import PreparedCorpus
+    from minitrans.training.run_data import segmentation_note
+
+    pairs = {"src": ["I like cats", "a cat"], "tgt": ["私 は 猫 が 好き です", "猫 です"]}
+    corpus = PreparedCorpus(datasets.DatasetDict({"train": datasets.Dataset.from_dict(pairs)}), {}, "key")
+    share, line = segmentation_note(tiny_config("data.tgt_lang=zh"), corpus)
+    assert share == pytest.approx(0.667) and "pre-segmented (67% of the gaps" in line and "removed before zh" in line
+    kept = segmentation_note(tiny_config("data.tgt_lang=zh", "trainer.bleu_keep_spaces=true"), corpus)
+    assert "kept, as trainer.bleu_keep_spaces asks" in kept[1]
+    assert segmentation_note(tiny_config(), corpus) is None  # German: not a CJK target
+    written = {"src": pairs["src"], "tgt": ["私は猫が好きです", "猫です"]}
+    corpus.splits["train"] = datasets.Dataset.from_dict(written)
+    assert segmentation_note(tiny_config("data.tgt_lang=zh"), corpus) is None

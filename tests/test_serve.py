@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -295,6 +296,7 @@ def test_script_refuses_a_busy_port_in_one_line(script, runs, capsys):
         assert script.main([str(runs["rnn"]), "--port", str(busy.getsockname()[1])]) == 1
     lines = error_lines(capsys)
     assert len(lines) == 1 and lines[0].startswith("error: cannot listen on 127.0.0.1:")
+    assert lines[0].endswith("(--port 0 picks a free one; mkdocs serve also uses 8000)")
 
 
 @pytest.mark.slow
@@ -444,3 +446,46 @@ def test_a_partial_body_is_answered_408_and_its_connection_closed_by_a_real_serv
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def test_the_page_gets_its_cjk_font_from_the_server(client):
+    page = client.get("/").text
+    assert 'src: url(/font/cjk) format("collection")' in page and "unicode-range:" in page
+    font = client.get("/font/cjk")
+    assert font.status_code == 200 and font.headers["content-type"] == "font/collection"
+    assert font.content[:4] == b"ttcf"  # a TrueType/OpenType collection: Noto Sans CJK
+
+
+def test_without_the_font_package_the_font_is_a_404_not_a_crash(client, monkeypatch):
+    import minitrans.serve.app as app_module
+
+    monkeypatch.setattr(app_module, "shipped_cjk_font", lambda: None)
+    assert_one_line_error(client.get("/font/cjk"), 404, "no CJK font is installed here")
+
+
+def documented_keys(text: str) -> list[str]:
+    return re.findall(r'"(\w+)"', text)
+
+
+def test_the_answer_has_exactly_the_keys_docs_explorer_md_documents(client):
+    """The docs' one-line schema of POST /translate, read from docs/explorer.md, against a real answer."""
+    doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "explorer.md").read_text(encoding="utf-8").split())
+    schema = re.search(r'`\{"models": \[\{(.+?)\}\]\}\]\}`', doc).group(1)
+    model_keys, translation_keys = schema.split('"translations": [{')
+    hypothesis_keys = re.search(r"each `\{(.+?)\}`", doc).group(1)
+    attention_keys = re.search(r"`attention` \(of the best translation\) is `\{(.+?)\}`", doc).group(1)
+    body = post(client, sentences=[SRC[0]], beam=2, nbest=2, attention=True, models=["transformer"]).json()
+    model = body["models"][0]
+    translation = model["translations"][0]
+    assert set(model) == set(documented_keys(model_keys)) | {"translations"}
+    assert set(translation) == set(documented_keys(translation_keys))
+    assert set(translation["hypotheses"][0]) == set(documented_keys(hypothesis_keys))
+    assert set(translation["attention"]) == set(documented_keys(attention_keys))
+
+
+def test_a_json_body_sent_as_text_plain_is_told_its_content_type(client):
+    body = json.dumps({"sentences": [SRC[0]]})
+    response = client.post("/translate", content=body, headers={"content-type": "text/plain"})
+    assert_one_line_error(response, 415, "content-type: application/json (got text/plain)")
+    charset = {"content-type": "application/json; charset=utf-8"}
+    assert client.post("/translate", content=body, headers=charset).status_code == 200

@@ -211,3 +211,23 @@ def test_a_picked_test_sentence_shows_each_heads_aer_and_says_where_the_gold_lin
     wait.until(lambda b: "AER" not in transformer.find_element(By.CLASS_NAME, "maps").text)  # AER: cross only
     if os.environ.get("MINITRANS_SCREENSHOTS"):
         browser.save_screenshot(str(Path(os.environ["MINITRANS_SCREENSHOTS"]) / "gold-picked.png"))
+
+
+def test_japanese_is_drawn_with_the_served_cjk_font_and_arabic_right_to_left(server, browser):
+    browser.get(server + "/")
+    wait = patient(browser)
+    wait.until(lambda b: "transformer" in b.find_element(By.ID, "models").text)
+    browser.find_element(By.ID, "sentences").send_keys("私は猫が好きです。\nهذا كتاب.")
+    browser.find_element(By.ID, "go").click()
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "article.sentence")) == 2)
+    headings = browser.find_elements(By.CSS_SELECTOR, "article.sentence > h2 > span[dir=auto]")
+    assert [h.text for h in headings] == ["私は猫が好きです。", "هذا كتاب."]
+    direction = "return getComputedStyle(arguments[0]).direction"
+    assert [browser.execute_script(direction, h) for h in headings] == ["ltr", "rtl"]  # the full stop ends the line
+    statuses = browser.execute_async_script(
+        "const done = arguments[0]; document.fonts.ready.then(() => "
+        "done([...document.fonts].filter(f => f.family.includes('minitrans CJK')).map(f => f.status)))"
+    )
+    assert statuses == ["loaded"]  # fetched from /font/cjk because the page shows kana and kanji
+    if os.environ.get("MINITRANS_SCREENSHOTS"):
+        browser.save_screenshot(str(Path(os.environ["MINITRANS_SCREENSHOTS"]) / "cjk-arabic.png"))

@@ -18,6 +18,16 @@ def test_special_ids_and_round_trip():
     assert tok.decode_tgt([BOS_ID, *tgt, EOS_ID, 17, 18]) == "die große Katze schläft ."
 
 
+def test_a_lone_word_start_piece_gives_no_double_or_trailing_space():
+    tok = Tokenizer.train(EN, DE, vocab_size=300)
+    space = tok.tgt.piece_to_id("▁")
+    assert tok.tgt.id_to_piece(space) == "▁"
+    die, katze = tok.encode_tgt(["die"])[0], tok.encode_tgt(["Katze"])[0]
+    assert tok.tgt.decode([*die, space, *katze]) == "die  Katze"  # what SentencePiece alone gives
+    assert tok.decode_tgt([*die, space, *katze, EOS_ID]) == "die Katze"
+    assert tok.decode_tgt([*die, space, space, *katze, space]) == "die Katze"
+
+
 def test_unseen_characters_fall_back_to_bytes():
     tok = Tokenizer.train(EN, DE, vocab_size=300)
     text = "der Hund ☃ 漢字"

@@ -104,6 +104,11 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}")
+    if _is_safetensors(path):
+        raise CheckpointError(
+            f"{path} is a safetensors file (the weights of a shared folder, export.py --to hf), not a .pt "
+            "checkpoint; give the folder where a model is read, a run's checkpoints where one is trained or averaged"
+        )
     _check_archive(path)
     if torch.__version__ < SAFE_TORCH:
         warnings.warn(
@@ -136,6 +141,16 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
                 f"{path} was refused: its model config is not the one its weights were saved with (edited?)"
             )
     return payload
+
+
+def _is_safetensors(path: Path) -> bool:
+    """A safetensors file starts with its header's length (8 bytes, little-endian), then '{'."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(9)
+    except OSError:
+        return False
+    return len(head) == 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") < path.stat().st_size
 
 
 def _check_archive(path: Path) -> None:

@@ -55,7 +55,8 @@ def range_problem(
         return None
     left = f"{'(' if low_open else '['}{_number(low)}"
     right = f"{_number(high)}{')' if high_open or high == math.inf else ']'}"
-    return f"must be in {left}, {right}, got {value}"
+    got = f"{value}" if is_number or value is None else f"{value!r} (a {type(value).__name__}, not a number)"
+    return f"must be in {left}, {right}, got {got}"
 
 
 def cli_number(kind: type, low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = False):

@@ -147,6 +147,12 @@ class CleanConfig:
 CORPORA = ("generated", "parallel", "multi30k", "hf")
 
 
+def local_cache_dir() -> str:
+    """This machine's cache folder: $MINITRANS_CACHE_DIR, else ~/.cache/minitrans. What a loaded
+    checkpoint or shared folder derives is cached here, never where its saved config says."""
+    return os.environ.get("MINITRANS_CACHE_DIR", "~/.cache/minitrans")
+
+
 @dataclass
 class DataConfig:
     name: str = knob("generated", "corpus: generated (embedded grammar) | parallel (a folder of files) | multi30k | hf")
@@ -180,7 +186,7 @@ class DataConfig:
     spm_sample: int = knob(200000, "SentencePiece trains on at most this many training pairs (a seeded sample)")
     max_tokens: int = knob(128, "training pairs longer than this (in subwords) are dropped")
     cache_dir: str = knob(
-        factory=lambda: os.environ.get("MINITRANS_CACHE_DIR", "~/.cache/minitrans"),
+        factory=lambda: local_cache_dir(),
         help="sentencepiece models and tokenised corpora; MINITRANS_CACHE_DIR moves it",
         shown="~/.cache/minitrans or $MINITRANS_CACHE_DIR",
     )
@@ -189,7 +195,12 @@ class DataConfig:
         if isinstance(self.clean, dict):  # rebuilt from a checkpoint's saved config
             self.clean = CleanConfig(**self.clean)
         check(self.name in CORPORA, "data.name", f"unknown corpus {self.name!r}; choose one of {', '.join(CORPORA)}")
-        check(self.src_lang != self.tgt_lang, "data.tgt_lang", f"source and target are both {self.src_lang!r}")
+        check(
+            self.src_lang.casefold() != self.tgt_lang.casefold(),
+            "data.tgt_lang",
+            f"source and target are both {self.src_lang!r}"
+            + ("" if self.src_lang == self.tgt_lang else f" ({self.tgt_lang!r}): language codes ignore case"),
+        )
         check(self.name != "parallel" or bool(self.root), "data.root", "data=parallel needs data.root=FOLDER")
         check(self.name != "hf" or bool(self.path), "data.path", "data=hf needs data.path=HUB_ID_OR_LOCAL_PATH")
         check(
@@ -211,6 +222,16 @@ class DataConfig:
         check_range("data.corpus_seed", self.corpus_seed, 0, MAX_SEED)
         check(self.spm_model_type in ("unigram", "bpe"), "data.spm_model_type", "must be 'unigram' or 'bpe'")
         check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
+
+
+def loaded_data_config(config: dict | None) -> DataConfig:
+    """The data config of a loaded checkpoint or shared folder (its saved ``config``), with this
+    machine's cache folder: a file made elsewhere never chooses where we write. ValueError or
+    TypeError (one line) for a config without a usable ``data`` object."""
+    data = (config or {}).get("data") if isinstance(config, dict) else None
+    if not isinstance(data, dict):
+        raise ValueError(f"the saved config has no data object (found {type(data).__name__})")
+    return DataConfig(**{**data, "cache_dir": local_cache_dir()})
 
 
 @dataclass
@@ -244,6 +265,10 @@ class TrainerConfig:
     sample_sentences: int = knob(3, "fixed validation sentences shown as translations and attention maps")
     bleu_tokenize: str | None = knob(
         None, "sacrebleu's BLEU tokenizer (13a, zh, ja-mecab, intl, char ...); None -> its choice for data.tgt_lang"
+    )
+    bleu_keep_spaces: bool = knob(
+        False,
+        "score a pre-segmented Japanese or Chinese target with its spaces (default: removed before ja-mecab / zh)",
     )
     beam_size: int = knob(DecodingOptions.beam_size, "for the final test evaluation; 1 = greedy")
     length_penalty: float = knob(DecodingOptions.length_penalty, "beam search's length normalisation alpha (GNMT)")

@@ -7,11 +7,18 @@ Arabic-script targets (Arabic, Persian, Urdu, ...) get ``intl``, which splits ``
 from the word before them, where ``13a`` leaves them attached; every score carries the tokenizer and sacrebleu's signature, so a figure says how it was made.
 Japanese and Korean need MeCab (``pip install minitrans[ja]`` / ``[ko]``, sacrebleu's own
 extras); without it BLEU falls back to the ``char`` tokenizer, with one warning.
+
+A pre-segmented Japanese or Chinese corpus (words separated by spaces, as some public corpora
+come) would be scored on its own segmentation rather than the tokenizer's: when most gaps
+between two CJK characters in the references are spaces, those spaces are removed from the
+references and the hypotheses before ``ja-mecab`` or ``zh`` tokenise them, and the scores say so
+(``cjk_spaces_removed``); ``keep_spaces`` keeps them.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from collections.abc import Sequence
 
@@ -22,6 +29,12 @@ BLEU_TOKENIZERS = tuple(BLEU.TOKENIZERS)  # the names sacrebleu accepts for its 
 MECAB_FALLBACK = "char"  # BLEU's tokenizer for Japanese or Korean when MeCab is not installed
 ARABIC_SCRIPT = ("ar", "fa", "ur", "ps", "ckb", "sd", "ug", "ku", "arz", "apc", "ary", "acm", "prs", "pes")
 EXTRAS = {"ja-mecab": "ja", "ko-mecab": "ko"}  # the tokenizers that need an extra, and its name
+# CJK ideographs, kana, CJK symbols and punctuation, full-width forms: the scripts written without spaces
+_CJK = "\u2e80-\u2fff\u3000-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_CJK_SPACE = re.compile(f"(?<=[{_CJK}]) +(?=[{_CJK}])")  # spaces between two CJK characters
+_CJK_NEIGHBOURS = re.compile(f"[{_CJK}](?=[{_CJK}])")  # two CJK characters side by side
+SEGMENTING = ("ja-mecab", "zh")  # tokenizers that segment CJK text themselves
+PRESEGMENTED = 0.2  # the share of spaced CJK gaps above which a text counts as pre-segmented
 
 
 def primary_language(lang: str | None) -> str:
@@ -66,15 +79,50 @@ def bleu_settings(config: dict | None) -> tuple[str | None, str | None]:
     return config.get("data", {}).get("tgt_lang"), config.get("trainer", {}).get("bleu_tokenize")
 
 
+def keeps_cjk_spaces(config: dict | None) -> bool:
+    """``trainer.bleu_keep_spaces`` of a run's configuration (False when unknown)."""
+    return bool((config or {}).get("trainer", {}).get("bleu_keep_spaces", False))
+
+
+def cjk_space_share(texts: Sequence[str]) -> float:
+    """The share of the gaps between two CJK characters that are spaces: about 0 for Japanese
+    or Chinese as written, most of them for a corpus segmented into words with spaces."""
+    spaced = sum(len(_CJK_SPACE.findall(text)) for text in texts)
+    joined = sum(len(_CJK_NEIGHBOURS.findall(text)) for text in texts)
+    return spaced / (spaced + joined) if spaced + joined else 0.0
+
+
+def remove_cjk_spaces(text: str) -> str:
+    """``text`` without the spaces between two CJK characters (those next to Latin text stay)."""
+    return _CJK_SPACE.sub("", text)
+
+
+def _as_scored(
+    hypotheses: Sequence[str], references: Sequence[str], name: str, keep_spaces: bool
+) -> tuple[list[str], list[str], float | None]:
+    """The texts BLEU tokenises, and the share of spaced CJK gaps when their spaces were removed."""
+    share = cjk_space_share(references) if name in SEGMENTING and not keep_spaces else 0.0
+    if share < PRESEGMENTED:
+        return list(hypotheses), list(references), None
+    return [remove_cjk_spaces(h) for h in hypotheses], [remove_cjk_spaces(r) for r in references], share
+
+
 def corpus_scores(
-    hypotheses: Sequence[str], references: Sequence[str], tgt_lang: str | None = None, tokenize: str | None = None
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    tgt_lang: str | None = None,
+    tokenize: str | None = None,
+    keep_spaces: bool = False,
 ) -> dict[str, float | str]:
     """BLEU, chrF and lower-cased BLEU of ``hypotheses`` against one reference each, with BLEU's
-    tokenizer (``bleu_tokenize``) and both metrics' sacrebleu signatures."""
+    tokenizer (``bleu_tokenize``) and both metrics' sacrebleu signatures; for pre-segmented CJK
+    references (unless ``keep_spaces``), of the texts without their segmentation spaces, and
+    ``cjk_spaces_removed`` says what share of the references' CJK gaps were spaces."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
-    refs = [list(references)]
     name = bleu_tokenizer(tgt_lang, tokenize)
+    hypotheses, references, removed = _as_scored(hypotheses, references, name, keep_spaces)
+    refs = [list(references)]
     bleu, lowercase = BLEU(tokenize=name), BLEU(tokenize=name, lowercase=True)
     chrf = CHRF()
     scores: dict[str, float | str] = {
@@ -85,6 +133,8 @@ def corpus_scores(
     scores["bleu_tokenize"] = name
     scores["bleu_signature"] = str(bleu.get_signature())
     scores["chrf_signature"] = str(chrf.get_signature())
+    if removed is not None:
+        scores["cjk_spaces_removed"] = round(removed, 3)
     return scores
 
 
@@ -104,10 +154,12 @@ def bleu_by_length(
     buckets: Sequence[int] = DEFAULT_BUCKETS,
     tgt_lang: str | None = None,
     tokenize: str | None = None,
+    keep_spaces: bool = False,
 ) -> list[dict]:
     """Corpus BLEU of each source-length bucket (length in whitespace words), shortest first,
-    with the tokenizer :func:`corpus_scores` uses for the same target language."""
+    with the tokenizer and the texts :func:`corpus_scores` uses for the same target language."""
     name = bleu_tokenizer(tgt_lang, tokenize)
+    hypotheses, references, _ = _as_scored(hypotheses, references, name, keep_spaces)
     groups: dict[str, tuple[list[str], list[str]]] = {}
     for src, hyp, ref in zip(sources, hypotheses, references):
         hyps, refs = groups.setdefault(bucket_label(len(src.split()), buckets), ([], []))

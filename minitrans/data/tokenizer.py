@@ -21,6 +21,7 @@ import functools
 import hashlib
 import io
 import os
+import re
 import tempfile
 import unicodedata
 import warnings
@@ -30,10 +31,13 @@ from pathlib import Path
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
+from minitrans.core.textio import MB, read_bounded
 from minitrans.core.utils import write_atomic
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 RULES_NAME = "minitrans_whitespace"  # the name a model's proto gives these rules
+MODEL_LIMIT = 256 * MB  # a SentencePiece model file (a 32k vocabulary's is under 1 MB)
+_SPACES = re.compile(" {2,}")  # a run of spaces in a decoded target
 
 
 @functools.cache
@@ -172,7 +176,8 @@ class Tokenizer:
     def load(cls, folder: str | Path) -> Tokenizer:
         folder = Path(folder)
         tgt = folder / "tgt.model"
-        return cls((folder / "src.model").read_bytes(), tgt.read_bytes() if tgt.exists() else None)
+        src = read_bounded(folder / "src.model", MODEL_LIMIT)  # a shared folder's: regular and bounded
+        return cls(src, read_bounded(tgt, MODEL_LIMIT) if tgt.exists() else None)
 
     def to_state(self) -> dict:
         return {"src": self.src_proto, "tgt": None if self.is_joint else self.tgt_proto}
@@ -191,14 +196,18 @@ class Tokenizer:
         return self.tgt.encode(list(map(composed, texts)))
 
     def decode_tgt(self, ids: Sequence[int]) -> str:
-        """Target ids -> text, stopping at the first EOS and skipping BOS/padding."""
+        """Target ids -> text, stopping at the first EOS and skipping BOS/padding.
+
+        A word-start piece that stands alone (``▁`` followed by another ``▁…`` piece, or last)
+        decodes to a space of its own; training text never holds two spaces in a row nor one at
+        the end (the normaliser removes them), so neither does a translation."""
         out = []
         for token in ids:
             if token == EOS_ID:
                 break
             if token not in (PAD_ID, BOS_ID):
                 out.append(int(token))
-        return self.tgt.decode(out)
+        return _SPACES.sub(" ", self.tgt.decode(out)).strip(" ")
 
     def src_pieces(self, ids: Sequence[int]) -> list[str]:
         return [self.src.id_to_piece(int(i)) for i in ids]

@@ -116,7 +116,7 @@ class BaseTranslator(ABC):
         if self._record is None and self.config is not None:
             from minitrans.inference.coverage import rebuild_record
 
-            return rebuild_record(self.config, self.config.get("data", {}).get("cache_dir"))
+            return rebuild_record(self.config)  # cached in this machine's cache, not the config's
         return self._record
 
     def keep_case(self) -> None:

@@ -197,10 +197,14 @@ def rebuild_record(config: dict, cache_dir: str | Path | None = None) -> Trainin
     configuration when its training corpus can be had offline in seconds: the embedded corpus of
     at most ``MAX_REBUILT_PAIRS`` pairs (regenerated from its seed; cached in ``cache_dir``).
     None otherwise."""
-    from minitrans.core.config import DataConfig
+    from minitrans.core.config import DataConfig, local_cache_dir
     from minitrans.data.corpus import load_split
 
-    data = config.get("data", {})
+    cache_dir = local_cache_dir() if cache_dir is None else cache_dir
+    data = config.get("data") if isinstance(config, dict) else None
+    if not isinstance(data, dict):
+        return None
+    data = {**data, "cache_dir": str(cache_dir)}  # the saved config chooses no path of ours
     if data.get("name") != "generated" or data.get("num_train", 0) > MAX_REBUILT_PAIRS:
         return None  # not to be had offline, or not in seconds (up to 10M pairs: minutes before one sentence)
     what = {k: v for k, v in data.items() if k != "cache_dir"}
@@ -212,7 +216,7 @@ def rebuild_record(config: dict, cache_dir: str | Path | None = None) -> Trainin
         except (ValueError, TypeError):
             pass  # a damaged cache entry is rebuilt
     try:
-        sources, _, _ = load_split(DataConfig(**data), "train")
+        sources, _, _ = load_split(DataConfig(**data), "train")  # data holds our cache_dir
     except (TypeError, ValueError, OSError):
         return None
     record = TrainingRecord.from_sentences(sources, data["src_lang"], data["tgt_lang"], "generated")

@@ -24,7 +24,6 @@ The search is made to be ours, so that both engines give the same output:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import torch
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checks import first_line
 from minitrans.core.decoding_options import DecodingOptions
+from minitrans.core.textio import read_json
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord
@@ -105,7 +105,7 @@ class Ct2Translator(BaseTranslator):
         if device not in ("auto", "cpu", "cuda"):
             raise Ct2Error(f"CTranslate2 runs on cpu or cuda, not {device}")
         try:
-            metadata = json.loads((path / METADATA).read_text(encoding="utf-8"))
+            metadata = read_json(path / METADATA)
             tokenizer = Tokenizer.load(path)
             max_len = int(metadata["max_len"])
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:

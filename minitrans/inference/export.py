@@ -43,6 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from minitrans.core.textio import read_json
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.ct2 import METADATA, import_ctranslate2
 from minitrans.models.transformer import Transformer
@@ -196,10 +197,10 @@ def export_ctranslate2(
         "engine": "ctranslate2",
         "ctranslate2_version": ctranslate2.__version__,
         "quantization": quantization or "float32",
-        "source": str(checkpoint),
+        "source": shareable_source(checkpoint),
         "max_len": translator.max_len,
         "joint_vocab": tokenizer.is_joint,
-        "config": translator.config,
+        "config": shareable_config(translator.config),
         # what translate.py --info reports and its unseen-word warnings draw on
         "training_data": translator.record.to_state() if translator.record is not None else None,
     }
@@ -240,12 +241,33 @@ PARTIAL_TAG = "partial-"
 PARTIAL_MARKER = ".minitrans-partial-export"  # inside a staging folder: only folders holding it are cleaned
 
 
+def shareable_config(config: dict | None) -> dict | None:
+    """A run's configuration as an export gives it to others: without this machine's paths —
+    no ``data.cache_dir``, and a local ``data.root`` or ``data.path`` cut to its last part
+    (a Hub id such as ``bentrevett/multi30k`` stays whole)."""
+    if not isinstance(config, dict) or not isinstance(config.get("data"), dict):
+        return config
+    data = {key: value for key, value in config["data"].items() if key != "cache_dir"}
+    for key in ("root", "path"):
+        value = data.get(key)
+        if isinstance(value, str) and value and (Path(value).expanduser().exists() or value[0] in "/~."):
+            data[key] = Path(value).expanduser().name
+    return {**config, "data": data}
+
+
+def shareable_source(checkpoint: Path) -> str:
+    """Which checkpoint an export was made from, without the folders above its run:
+    ``run/checkpoints/best.pt`` for RUN/checkpoints/best.pt, else the file's name."""
+    parts = checkpoint.parts
+    return "/".join(parts[-3:]) if len(parts) >= 3 and parts[-2] == "checkpoints" else checkpoint.name
+
+
 def is_export(path: Path) -> bool:
     """True for a folder an earlier export wrote: it holds our marker file with our format (the
     CTranslate2 export's minitrans.json, or the shareable folder's config.json)."""
     for name, expected in ((METADATA, FORMAT), ("config.json", "minitrans-hf")):
         try:
-            metadata = json.loads((path / name).read_text(encoding="utf-8"))
+            metadata = read_json(path / name)
         except (OSError, ValueError):
             continue
         if isinstance(metadata, dict) and metadata.get("format") == expected:

@@ -25,9 +25,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from minitrans.core.textio import check_regular_file, read_json
 from minitrans.inference.export import (
     ExportError,
     check_replaceable,
+    shareable_config,
+    shareable_source,
     staged_export,
 )
 
@@ -51,7 +54,7 @@ def _folder(path: str | Path) -> Path:
 def is_hf_export(path: str | Path) -> bool:
     """True for a folder :func:`export_hf` wrote, or its model.safetensors (config.json says so)."""
     try:
-        config = json.loads((_folder(path) / CONFIG).read_text(encoding="utf-8"))
+        config = read_json(_folder(path) / CONFIG)
     except (OSError, ValueError):
         return False
     return isinstance(config, dict) and config.get("format") == HF_FORMAT
@@ -80,8 +83,8 @@ def export_hf(
         "architectures": [type(translator.model).__name__],
         "max_len": translator.max_len,
         "joint_vocab": translator.tokenizer.is_joint,
-        "source": str(checkpoint),
-        "config": translator.config,  # the run's configuration: model, data, trainer
+        "source": shareable_source(checkpoint),
+        "config": shareable_config(translator.config),  # the run's configuration, without our paths
     }
     with staged_export(out_dir, force, keep=checkpoint) as folder:
         folder.mkdir()
@@ -104,6 +107,14 @@ def export_hf(
     return out_dir, translator
 
 
+def _object(values: object, key: str, where: str) -> dict:
+    """``values[key]``, which must be a JSON object (ValueError naming ``where`` otherwise)."""
+    if not isinstance(values, dict) or not isinstance(values.get(key), dict):
+        found = type(values.get(key)).__name__ if isinstance(values, dict) else type(values).__name__
+        raise ValueError(f"{where}: {key!r} must be an object, not {found}")
+    return values[key]
+
+
 def load_pretrained(path: str | Path, device: str | torch.device = "auto") -> Translator:
     """The translator of a folder :func:`export_hf` wrote: weights through safetensors, the
     rest from JSON and SentencePiece files (no pickle is read). Raises CheckpointError."""
@@ -123,34 +134,22 @@ def load_pretrained(path: str | Path, device: str | torch.device = "auto") -> Tr
     if not is_hf_export(path):
         raise CheckpointError(f"{path} is not a folder written by export.py --to hf (no {CONFIG} of {HF_FORMAT})")
     try:
-        config = json.loads((path / CONFIG).read_text(encoding="utf-8"))
-        run_config = config["config"]
-        model_cfg = model_from_dict(run_config["model"])
+        run_config = _object(read_json(path / CONFIG), "config", CONFIG)
+        model_cfg = model_from_dict(_object(run_config, "model", f"{CONFIG}'s config"))
         tokenizer = Tokenizer.load(path)
+        check_regular_file(path / WEIGHTS)  # load_file maps it: a FIFO or /dev/zero must not get there
         weights = load_file(str(path / WEIGHTS))  # tensors only: nothing in the file is executed
         model = build_model_for_weights(model_cfg, tokenizer, weights)
         model.load_state_dict(weights)
         record_file = path / RECORD
-        state = json.loads(record_file.read_text(encoding="utf-8")) if record_file.exists() else None
+        state = read_json(record_file) if record_file.exists() else None
+        if state is not None and not isinstance(state, dict):
+            raise ValueError(f"{RECORD} holds a {type(state).__name__}, not an object")
         record = TrainingRecord.from_state(state) if state else None
-    except (OSError, KeyError, TypeError, ValueError, RuntimeError, SafetensorError) as error:
+    except (OSError, KeyError, TypeError, ValueError, AttributeError, RuntimeError, SafetensorError) as error:
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointError(f"{path} does not hold a usable model ({type(error).__name__}: {reason})") from None
     return Translator(model.to(device).eval(), tokenizer, model_cfg.max_len, device, run_config, record, path / WEIGHTS)
-
-
-def repo_id_problem(repo_id: str) -> str | None:
-    """Why ``repo_id`` cannot name a Hub repository (huggingface_hub's own rule), or None: checked
-    before anything is exported, so a typo costs no export."""
-    try:
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
-    except ImportError:
-        return None  # push_to_hub says what to install
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as error:
-        return (str(error).strip().splitlines() or ["not a repository id"])[0].split(" Use `repo_type`")[0]
-    return None
 
 
 def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
@@ -178,5 +177,4 @@ __all__ = [
     "is_hf_export",
     "load_pretrained",
     "push_to_hub",
-    "repo_id_problem",
 ]

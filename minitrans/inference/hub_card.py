@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minitrans.core.languages import language_name
+from minitrans.inference.export import shareable_config
 from minitrans.inference.model_card import find_summary
 from minitrans.models.interface import count_parameters
 
@@ -68,7 +69,7 @@ def _results(src: str, tgt: str, test_split: str, scores: dict, corpus: str) -> 
 
 def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> str:
     """The README.md of a shared folder for the model ``translator`` loaded from ``checkpoint``."""
-    config = translator.config or {}
+    config = shareable_config(translator.config) or {}  # what the folder says: none of our paths
     data, model = config.get("data", {}), config.get("model", {})
     src, tgt = data.get("src_lang", "?"), data.get("tgt_lang", "?")
     corpus = data.get("path") or data.get("root") or data.get("name", "?")
@@ -78,16 +79,16 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
     split = (data.get("test_splits") or ["test"])[0]
     front = [
         "---",
-        "language:",
-        f"- {src}",
-        f"- {tgt}",
-        f"license: {license}",
+        "language:",  # every value as a quoted string: a newline or colon in one cannot add keys
+        f"- {_yaml(src)}",
+        f"- {_yaml(tgt)}",
+        f"license: {_yaml(license)}",
         "library_name: minitrans",
         "pipeline_tag: translation",
         "tags:",
         "- translation",
         "- minitrans",
-        f"- {model.get('kind', 'transformer')}",
+        f"- {_yaml(str(model.get('kind', 'transformer')))}",
     ]
     if test:
         front += _results(src, tgt, split, test, str(corpus))

@@ -5,9 +5,9 @@ a few example sentences."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from minitrans.core.textio import read_json
 from minitrans.inference.base import BaseTranslator
 from minitrans.inference.coverage import language_name
 from minitrans.models.interface import count_parameters
@@ -27,7 +27,7 @@ def find_summary(checkpoint: Path | None) -> tuple[dict, Path] | None:
         path = folder / "summary.json"
         if path.is_file():
             try:
-                return json.loads(path.read_text(encoding="utf-8")), path
+                return read_json(path), path
             except (OSError, ValueError):
                 return None
     return None

@@ -61,6 +61,9 @@ def memory_bytes() -> int | None:
         return None
 
 
+LOOSE_BYTES = 64 << 20  # what a model may build beyond twice its weights (buffers: positions, masks)
+
+
 def build_model_for_weights(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer, weights: dict) -> Seq2SeqModel:
     """The model a checkpoint's config describes, built only once its weights are known to have
     the shapes that config gives and the model fits in memory: a crafted or edited config
@@ -77,6 +80,17 @@ def build_model_for_weights(cfg: TransformerConfig | RNNConfig, tokenizer: Token
             raise ValueError(
                 f"weights and config disagree: {key} is {list(given[key])}, the config gives {list(shape)}"
             )
+    for key, value in weights.items():  # an int64 or NaN table would translate to "⁇ ⁇ ⁇" without a word
+        if not value.is_floating_point():
+            raise ValueError(f"the weights' {key} holds {value.dtype}, not floating-point numbers")
+        if not bool(torch.isfinite(value).all()):
+            raise ValueError(f"the weights' {key} holds NaN or infinite values (a diverged or damaged model)")
+    held = sum(value.numel() * value.element_size() for value in weights.values())
+    if size > 2 * held + LOOSE_BYTES:  # buffers the file does not hold, e.g. a huge position table
+        raise ValueError(
+            f"the config asks for {size / 2**20:,.0f} MiB of parameters and buffers, the weights hold "
+            f"{held / 2**20:,.0f} MiB (is model.max_len={getattr(cfg, 'max_len', '?')} what it was trained with?)"
+        )
     memory = memory_bytes()
     if memory is not None and size > memory:
         raise ValueError(f"the model needs {size / 2**30:.1f} GiB, more than this machine's {memory / 2**30:.1f} GiB")

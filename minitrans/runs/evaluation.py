@@ -10,7 +10,7 @@ import datasets
 import torch
 
 from minitrans.core.decoding_options import DecodingOptions
-from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
+from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores, keeps_cjk_spaces
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.inference.translator import Translator
@@ -81,6 +81,7 @@ def unseen_scores(
     seen: Sequence[bool],
     tgt_lang: str | None = None,
     tokenize: str | None = None,
+    keep_spaces: bool = False,
 ) -> dict:
     """``seen_in_train`` (how many sources the model saw in training, with some translation)
     and ``unseen``: BLEU and chrF on the other sentences, which measure translation rather than
@@ -90,7 +91,7 @@ def unseen_scores(
     kept = [(h, r) for h, r, was_seen in zip(hypotheses, references, seen) if not was_seen]
     out: dict = {"seen_in_train": sum(map(bool, seen))}
     if kept:
-        scores = corpus_scores([h for h, _ in kept], [r for _, r in kept], tgt_lang, tokenize)
+        scores = corpus_scores([h for h, _ in kept], [r for _, r in kept], tgt_lang, tokenize, keep_spaces)
         out["unseen"] = {"sentences": len(kept), "bleu": scores["bleu"], "chrf": scores["chrf"]}
     return out
 
@@ -112,11 +113,13 @@ def evaluate_split(
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
     if not share.is_main:
         return {}, hypotheses
-    tgt_lang, tokenize = bleu_settings(translator.config)
-    scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize)
+    (tgt_lang, tokenize), keep = bleu_settings(translator.config), keeps_cjk_spaces(translator.config)
+    scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize, keep)
     if "seen_in_train" in rows.column_names:
-        scores |= unseen_scores(hypotheses, rows["tgt"], rows["seen_in_train"], tgt_lang, tokenize)
+        scores |= unseen_scores(hypotheses, rows["tgt"], rows["seen_in_train"], tgt_lang, tokenize, keep)
     if with_buckets:
-        scores["by_length"] = bleu_by_length(rows["src"], hypotheses, rows["tgt"], tgt_lang=tgt_lang, tokenize=tokenize)
+        scores["by_length"] = bleu_by_length(
+            rows["src"], hypotheses, rows["tgt"], tgt_lang=tgt_lang, tokenize=tokenize, keep_spaces=keep
+        )
     scores["sentences"] = len(hypotheses)
     return scores, hypotheses

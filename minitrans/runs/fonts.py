@@ -15,6 +15,7 @@ import functools
 import logging
 import warnings
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import matplotlib
 from matplotlib import font_manager
@@ -38,15 +39,23 @@ warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from (current )?
 _warned: set[str] = set()
 
 
-def _register_shipped_font() -> None:
+def shipped_cjk_font() -> Path | None:
+    """The file of Noto Sans CJK from the ``noto-cjk-sans-otc`` package (None without it)."""
     try:
         from noto_cjk_sans_otc import FONT_PATH
     except ImportError:
+        return None
+    path = Path(FONT_PATH)
+    return path if path.is_file() else None
+
+
+def _register_shipped_font() -> None:
+    if (path := shipped_cjk_font()) is None:
         return
     try:
-        font_manager.fontManager.addfont(str(FONT_PATH))
+        font_manager.fontManager.addfont(str(path))
     except (OSError, RuntimeError, ValueError) as error:  # a damaged install: fall back to the system's fonts
-        log.debug("cannot load %s: %s", FONT_PATH, error)
+        log.debug("cannot load %s: %s", path, error)
 
 
 @functools.cache

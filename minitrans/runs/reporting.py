@@ -52,6 +52,11 @@ def validate(
             "bleu": scores["bleu"],
             "chrf": scores["chrf"],
             "bleu_tokenize": scores["bleu_tokenize"],  # how BLEU was tokenised (the target language's choice)
+            "bleu_signature": scores["bleu_signature"],
+            "chrf_signature": scores["chrf_signature"],
+            # BLEU and chrF are of the first trainer.eval_sentences of the split, the loss of all of it
+            "sentences": scores["sentences"],
+            "of": len(valid),
         }
     if writer is not None:  # "loss" in the summary is the plain cross-entropy: say so in the tag
         writer.add_scalar("valid/cross_entropy", losses["cross_entropy"], step)

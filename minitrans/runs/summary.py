@@ -119,9 +119,11 @@ def summary_line(summary: RunSummary, out_dir: str | Path) -> str:
     test, valid = summary.test, summary.valid
     unseen = test.get("unseen")
     also = f" ({unseen['bleu']:.2f} on the {unseen['sentences']:,} unseen in training)" if unseen else ""
+    scored, total = valid.get("sentences"), valid.get("of")
+    sample = f" (on {scored:,} of {total:,} sentences)" if scored and total and scored < total else ""
     return (
         f"{summary.model} ({summary.params:,} params): test BLEU {test['bleu']:.2f}{also} chrF {test['chrf']:.2f} | "
-        f"valid BLEU {valid['bleu']:.2f} loss {valid['loss']:.3f} | {summary.steps} steps, "
+        f"valid BLEU {valid['bleu']:.2f}{sample} loss {valid['loss']:.3f} | {summary.steps} steps, "
         f"{summary.train_seconds:.0f} s training in {summary.processes} process{'es' if summary.processes > 1 else ''} | {out_dir}"
     )
 

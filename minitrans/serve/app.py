@@ -57,6 +57,7 @@ from minitrans.inference.coverage import language_name
 from minitrans.inference.lines import LineResult, translate_lines
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters
+from minitrans.runs.fonts import shipped_cjk_font
 from minitrans.runs.viz import KIND_AXES, KIND_TITLES
 from minitrans.serve.gold import GOLD_SPLIT, CorpusGold
 
@@ -314,6 +315,9 @@ def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> Fast
             return error(411, "a request body needs a Content-Length header")
         if length is not None and (not length.isdigit() or int(length) > limits.max_body_bytes):
             return error(413, f"request body over {limits.max_body_bytes} bytes")
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if request.method == "POST" and kind != "application/json":  # else the body is blamed for it
+            return error(415, f"send the body as JSON with content-type: application/json (got {kind or 'none'})")
         return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
@@ -331,6 +335,14 @@ def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> Fast
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    @app.get("/font/cjk", include_in_schema=False)
+    def cjk_font() -> FileResponse:
+        """Noto Sans CJK (the ``noto-cjk-sans-otc`` dependency), for a browser without a CJK font."""
+        path = shipped_cjk_font()
+        if path is None:
+            raise StarletteHTTPException(404, "no CJK font is installed here (pip install noto-cjk-sans-otc)")
+        return FileResponse(path, media_type="font/collection", headers={"Cache-Control": "max-age=86400"})
 
     @app.get("/info")
     def info() -> dict:

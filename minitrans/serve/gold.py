@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minitrans.core.config import DataConfig
+from minitrans.core.config import loaded_data_config
 from minitrans.inference.translator import Translator, sentence_tokens
 from minitrans.runs.alignment import GoldAlignment, gold_cells, gold_split, measure_alignment
 
@@ -30,7 +30,7 @@ class CorpusGold:
         """The gold of the corpus a checkpoint trained on; None for any corpus but the
         generated one, or a checkpoint whose data config cannot be read."""
         try:
-            data = DataConfig(**(translator.config or {})["data"])
+            data = loaded_data_config(translator.config)
         except (KeyError, TypeError, ValueError):
             return None
         rows = gold_split(data, GOLD_SPLIT)

@@ -19,6 +19,7 @@ import numpy as np
 
 from minitrans.core.checks import ConfigError, first_line
 from minitrans.core.config import DataConfig, TrainConfig
+from minitrans.core.metrics import PRESEGMENTED, SEGMENTING, bleu_tokenizer, cjk_space_share
 from minitrans.core.utils import write_atomic
 from minitrans.data.batching import TokenBatchSampler
 from minitrans.data.corpus import PreparedCorpus, describe, overlap_warnings, prepare_corpus, seen_in_training
@@ -103,6 +104,27 @@ def validation_sample(
     }
 
 
+def segmentation_note(cfg: TrainConfig, corpus: PreparedCorpus, sample: int = 5000) -> tuple[float, str] | None:
+    """For a Japanese or Chinese target that comes segmented into words with spaces: the share
+    of its CJK gaps that are spaces, and the line that says how BLEU will treat them."""
+    tokenize = bleu_tokenizer(cfg.data.tgt_lang, cfg.trainer.bleu_tokenize)
+    if tokenize not in SEGMENTING:
+        return None
+    train = corpus.splits[cfg.data.train_split]
+    share = cjk_space_share(train.select(range(min(sample, len(train))))["tgt"])
+    if share < PRESEGMENTED:
+        return None
+    treated = (
+        "kept, as trainer.bleu_keep_spaces asks: BLEU measures the corpus's own segmentation"
+        if cfg.trainer.bleu_keep_spaces
+        else f"removed before {tokenize} tokenises (trainer.bleu_keep_spaces=true keeps them)"
+    )
+    return round(share, 3), (
+        f"data: the target side is pre-segmented ({share:.0%} of the gaps between CJK characters are spaces); "
+        f"in BLEU and chrF those spaces are {treated}"
+    )
+
+
 def check_same_data(recorded: dict | None, corpus: PreparedCorpus) -> None:
     """Refuse (ConfigError) to resume on pairs other than those the checkpoint's training-data
     record (``recorded``, its state) names: the files were replaced or edited since."""
@@ -128,6 +150,9 @@ def prepare_training_data(
     for line in describe(corpus.report):
         log.info(line)
     for line in overlap_warnings(corpus.report):
+        log.warning(line)
+    if (note := segmentation_note(cfg, corpus)) is not None:
+        corpus.report["target_presegmented"], line = note
         log.warning(line)
     check_same_data(recorded, corpus)
     for name in [dcfg.valid_split, *dcfg.test_splits]:
