@@ -6,8 +6,8 @@ tokenisation: minitrans.data.tokenize).
 The prepared corpus is cached under ``data.cache_dir``/corpora, keyed by the source (a
 digest of every byte of local files, a Hub dataset's ``datasets`` fingerprints, or the
 generator's code) and every setting that shapes it; a second start memory-maps it. Local files
-are digested again once read: pairs read from a file that changed meanwhile are never cached
-under the old content's key. Problems with the data raise a
+are digested again once read: a file that changed meanwhile is read again, so pairs are cached
+only under the key of the bytes they were read from. Problems with the data raise a
 :class:`~minitrans.core.checks.ConfigError` naming the key to change.
 """
 
@@ -49,33 +49,31 @@ class PreparedCorpus:
     key: str  # identifies the content: the cache key of everything derived from it
 
 
+READS = 3  # reads of local files that change while they are read, before giving up
+
+
 def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
     source = corpus_source(cfg)
     roles = resolve_splits(cfg, source)
     sources = sorted({name for name in roles.values() if name is not None})
     settings = {k: v for k, v in asdict(cfg).items() if k not in TOKENIZER_KEYS}
     identity = source.identity(sources)
-    key = hashlib.sha256(json.dumps([PIPELINE_VERSION, identity, settings], sort_keys=True).encode()).hexdigest()[:16]
-    folder = Path(cfg.cache_dir).expanduser() / "corpora" / key
-    for partial in remove_partial_folders(folder.parent):
-        log.info("removed %s, left by a run killed while it saved a corpus", partial)
-    if (folder / "report.json").exists():
-        try:
-            report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-            splits = datasets.load_from_disk(str(folder / "splits"))
-            # a damaged file of the same size loads: its content must still match its digest
-            if {name: pairs_digest(split) for name, split in splits.items()} != report["digests"]:
-                raise ValueError("content does not match its digest")
-            return PreparedCorpus(splits, report, key)
-        except Exception as error:  # a damaged cache entry (the errors of json and pyarrow vary): rebuild it
-            warnings.warn(f"rebuilding the damaged cache {folder} ({type(error).__name__})", stacklevel=2)
-            shutil.rmtree(folder, ignore_errors=True)
-
-    raw = source.load(sources)
-    if source.identity_now(sources) not in (None, identity):  # the pairs read are not those of the key
+    for _ in range(READS):
+        key = hashlib.sha256(json.dumps([PIPELINE_VERSION, identity, settings], sort_keys=True).encode()).hexdigest()
+        key = key[:16]
+        folder = Path(cfg.cache_dir).expanduser() / "corpora" / key
+        cached = _cached(folder, key)
+        if cached is not None:
+            return cached
+        raw = source.load(sources)
+        now = source.identity_now(sources)
+        if now in (None, identity):  # the pairs read are those of the key
+            break
+        identity = now  # changed while read: read again, keyed by what the files hold now
+    else:
         raise ConfigError(
-            f"data.{source.root_key}: {source.describe()} changed while it was read; nothing was cached: "
-            "run again once its files no longer change"
+            f"data.{source.root_key}: {source.describe()} changed each time it was read ({READS} reads); "
+            "nothing was cached: run again once its files no longer change"
         )
     splits, report = _clean_and_hold_out(cfg, raw, roles)
     # the splits whose order is a random draw (held out, or drawn by the grammar): any first N of
@@ -90,6 +88,25 @@ def prepare_corpus(cfg: DataConfig) -> PreparedCorpus:
 
     save_atomically(folder, write)
     return PreparedCorpus(datasets.load_from_disk(str(folder / "splits")), report, key)
+
+
+def _cached(folder: Path, key: str) -> PreparedCorpus | None:
+    """The prepared corpus cached in ``folder``, or None (a damaged entry is removed)."""
+    for partial in remove_partial_folders(folder.parent):
+        log.info("removed %s, left by a run killed while it saved a corpus", partial)
+    if not (folder / "report.json").exists():
+        return None
+    try:
+        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        splits = datasets.load_from_disk(str(folder / "splits"))
+        # a damaged file of the same size loads: its content must still match its digest
+        if {name: pairs_digest(split) for name, split in splits.items()} != report["digests"]:
+            raise ValueError("content does not match its digest")
+        return PreparedCorpus(splits, report, key)
+    except Exception as error:  # a damaged cache entry (the errors of json and pyarrow vary): rebuild it
+        warnings.warn(f"rebuilding the damaged cache {folder} ({type(error).__name__})", stacklevel=3)
+        shutil.rmtree(folder, ignore_errors=True)
+    return None
 
 
 def load_corpus(cfg: DataConfig) -> datasets.DatasetDict:

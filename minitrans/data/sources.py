@@ -304,6 +304,7 @@ class HfSource:
             return None
         before, self._content = self._content, None
         now = self.identity(splits)
-        if self._content != before:  # datasets' conversion of the files, keyed by the digest taken before
+        if self._content != before:  # read again; datasets' conversion was keyed by the digest taken before
             shutil.rmtree(self._conversion_cache(before), ignore_errors=True)
+            self._loaded = None
         return now
