@@ -23,8 +23,8 @@ from typing import Any
 from omegaconf import MISSING
 
 from minitrans.core.checks import check, check_range
-from minitrans.core.config_help import knob
 from minitrans.core.decoding_options import DecodingOptions, check_decoding
+from minitrans.core.knob import knob
 
 SCHEDULES = ("inverse_sqrt", "linear", "cosine")  # trainer.schedule; minitrans.training.schedule implements them
 PRECISIONS = ("auto", "native", "fp32", "bf16")  # trainer.precision; see minitrans.training.step.autocast_dtype_for
