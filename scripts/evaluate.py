@@ -143,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split
     from minitrans.inference.coverage import check_recorded_split
-    from minitrans.inference.ct2 import is_exported, load_translator
-    from minitrans.inference.hf_export import WEIGHTS, is_hf_export
+    from minitrans.inference.ct2 import is_exported
+    from minitrans.inference.hf_folder import WEIGHTS, is_hf_export
+    from minitrans.inference.loading import load_translator
     from minitrans.runs.evaluation import unseen_scores
 
     try:

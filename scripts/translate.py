@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     from minitrans.core.checkpoint import CheckpointError
     from minitrans.core.utils import pick_device, write_atomic
-    from minitrans.inference.ct2 import load_translator
+    from minitrans.inference.loading import load_translator
 
     options = DecodingOptions(
         beam_size=args.beam,

@@ -18,9 +18,10 @@ from minitrans.core.checkpoint import CheckpointError, save_checkpoint
 from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.tokenizer import EOS_ID, Tokenizer
-from minitrans.inference.ct2 import Ct2Error, Ct2Translator, is_exported, load_translator
+from minitrans.inference.ct2 import Ct2Error, Ct2Translator, is_exported
 from minitrans.inference.export import ExportError, check_exportable, export_ctranslate2
 from minitrans.inference.lines import score_lines
+from minitrans.inference.loading import load_translator
 from minitrans.inference.translator import Translator, require_model
 from minitrans.models.build import build_model
 

@@ -18,9 +18,10 @@ from test_export import SENTENCES, SRC, VARIANTS, build_checkpoint
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from minitrans.inference import hf_export
 from minitrans.inference.coverage import TrainingRecord
-from minitrans.inference.ct2 import load_translator
 from minitrans.inference.export import ExportError
-from minitrans.inference.hf_export import export_hf, is_hf_export, push_to_hub
+from minitrans.inference.hf_export import export_hf, push_to_hub
+from minitrans.inference.hf_folder import is_hf_export
+from minitrans.inference.loading import load_translator
 from minitrans.inference.translator import Translator
 
 sys.path.insert(0, str(REPO / "scripts"))
