@@ -48,7 +48,14 @@ from minitrans.training.resume import load_final_weights, resume_checkpoint
 from minitrans.training.run_data import prepare_training_data
 from minitrans.training.schedule import make_scheduler
 from minitrans.training.setup import model_to_train, training_device, wrap_for_training
-from minitrans.training.state import TrainingError, TrainingStopped, TrainState, crash_after, restore_training
+from minitrans.training.state import (
+    TrainingError,
+    TrainingStopped,
+    TrainState,
+    checkpoint_payload,
+    crash_after,
+    restore_training,
+)
 from minitrans.training.step import autocast_dtype_for, enable_tf32, make_optimizer, train_step
 
 log = logging.getLogger(__name__)
@@ -275,21 +282,11 @@ class Trainer:
             return reporting.validate(*args, draw=to_tensorboard)
 
     def _payload(self, with_training_state: bool = True) -> dict:
-        payload = {
-            "config": asdict(self.cfg),
-            "tokenizer": self.tokenizer.to_state(),
-            "model": self.model.state_dict(),
-            "step": self.state.step,
-            "training_data": self.record.to_state(),  # what translate.py warns and --info reports from
-        }
+        training = {}
         if with_training_state:
-            payload |= {
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(),
-                "state": asdict(self.state),
-                "world_size": self.dist.world_size,
-            }
-        return payload
+            training = dict(optimizer=self.optimizer, scheduler=self.scheduler, state=self.state)
+            training["world_size"] = self.dist.world_size
+        return checkpoint_payload(self.cfg, self.tokenizer, self.model, self.state.step, self.record, **training)
 
     def save(self) -> Path:
         """Write last.pt, the training checkpoint. Every rank calls it: each one's generator states go in."""
