@@ -8,23 +8,13 @@ import gzip
 from pathlib import Path
 
 import pytest
+from helpers.scripts import assert_one_error_line
 
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import TrainerConfig, TransformerConfig
 from minitrans.core.hydra_config import check_command_line
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
-
-def assert_one_error_line(result, *names: str) -> str:
-    output = result.stdout + result.stderr
-    assert result.returncode == 2, output
-    assert "Traceback" not in output
-    last = [line for line in result.stderr.splitlines() if line.strip()][-1]
-    assert last.startswith("error: "), last
-    for name in names:
-        assert name in last, last
-    return last
 
 
 def problem(*args: str) -> str:

@@ -94,12 +94,12 @@ def test_heads_script_writes_alignment_and_ablation_of_a_generated_corpus_run(tm
     import json
     from pathlib import Path
 
-    from test_evaluate import build_checkpoint
+    from helpers.checkpoints import build_cased_checkpoint
 
     from minitrans.core.config import DataConfig
 
     run = tmp_path / "run"
-    build_checkpoint(run / "checkpoints" / "last.pt", DataConfig(num_train=50, num_valid=10, num_test=12))
+    build_cased_checkpoint(run / "checkpoints" / "last.pt", DataConfig(num_train=50, num_valid=10, num_test=12))
     spec = importlib.util.spec_from_file_location("heads_script", Path(__file__).parents[1] / "scripts" / "heads.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

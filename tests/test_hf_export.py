@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO, script_env
-from test_export import SENTENCES, SRC, VARIANTS, build_checkpoint
+from helpers.checkpoints import EXPORT_SRC, SENTENCES, VARIANTS, build_export_checkpoint
 
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from minitrans.inference import hf_export
@@ -39,10 +39,10 @@ SCORES = {
 def make_run(root: Path, **model) -> Path:
     """A run folder as training leaves it: best.pt, summary.json and Hydra's record of the command."""
     run = root / "run"
-    best = build_checkpoint(run / "checkpoints" / "best.pt", **model)
+    best = build_export_checkpoint(run / "checkpoints" / "best.pt", **model)
     payload = load_checkpoint(best)  # with the record of its training data, as the trainer writes it
     save_checkpoint(
-        {**payload, "training_data": TrainingRecord.from_sentences(SRC, "de", "en", "multi30k").to_state()}, best
+        {**payload, "training_data": TrainingRecord.from_sentences(EXPORT_SRC, "de", "en", "multi30k").to_state()}, best
     )
     (run / "summary.json").write_text(json.dumps({"test": SCORES, "steps": 300, "weights": "best validation BLEU"}))
     (run / ".hydra").mkdir()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "minitrans"
+TESTS = Path(__file__).resolve().parent
 # bottom to top; a sub-package may import its own modules and any sub-package of a lower rank
 LAYERS = {"core": 0, "data": 1, "models": 2, "inference": 3, "runs": 4, "training": 5, "serve": 6, "bench": 6}
 MAX_LINES = 400
@@ -91,6 +92,41 @@ def test_no_import_circle():
     others): a shared piece moves down to a module both import instead."""
     cycles = [" -> ".join(cycle) for cycle in import_cycles(import_graph())]
     assert cycles == [], "import circles: " + "; ".join(cycles)
+
+
+def imports_of_test_files(source: str) -> list[tuple[int, str]]:
+    """(line, module) for every import of a test file (``test_*``, ``tests.test_*``) in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] if node.module != "tests" else [f"tests.{a.name}" for a in node.names]
+        found += [(node.lineno, name) for name in names if name.removeprefix("tests.").startswith("test_")]
+    return found
+
+
+def test_test_file_imports_are_found():
+    source = "import test_a\nfrom test_b import x\nfrom tests.test_c import y\nfrom tests import test_d\n"
+    source += "def f():\n    from test_e import z\nfrom helpers.checkpoints import SRC\nimport testing\n"
+    assert [name for _, name in imports_of_test_files(source)] == [
+        "test_a",
+        "test_b",
+        "tests.test_c",
+        "tests.test_d",
+        "test_e",
+    ]
+
+
+def test_no_test_file_imports_another():
+    """Tests share helpers through conftest.py and tests/helpers/, never through another test
+    file (which would run, or silently stop running, that file's tests with it)."""
+    files = sorted(TESTS.glob("*.py")) + sorted((TESTS / "helpers").glob("*.py"))
+    found = [
+        f"{path.relative_to(TESTS).as_posix()}:{line} imports {name}"
+        for path in files
+        for line, name in imports_of_test_files(path.read_text(encoding="utf-8"))
+    ]
+    assert found == [], found
 
 
 def layer_of(module: str) -> str | None:
