@@ -159,7 +159,7 @@ class Trainer:
             with StopRequest() as stop:
                 for indices in self._batches() if not finished else ():
                     # step
-                    loss = self.train_step(indices)
+                    loss = self.train_batch(indices)
                     # decided together: ranks must agree on when to stop, and the schedule on the
                     # training time (each rank's clock differs a little): the slowest rank's
                     signalled, state.train_seconds = distributed.all_reduce_max(
@@ -201,7 +201,7 @@ class Trainer:
             state.epoch += 1
             state.batch_in_epoch = 0
 
-    def train_step(self, indices: list[int]) -> float | None:
+    def train_batch(self, indices: list[int]) -> float | None:
         """Forward, backward and update on one global batch (this rank's share of it); returns
         the batch's mean token loss, or None when the loss or gradient was not finite and the
         step was skipped (:class:`TrainingError` after ``max_bad_steps`` of those in a row).
