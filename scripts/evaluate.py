@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.core.checkpoint_folder import resolve_checkpoint
     from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split

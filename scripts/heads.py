@@ -18,7 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-from minitrans.core.checkpoint import CheckpointError, Checkpoints, resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError
+from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
 from minitrans.core.checks import cli_number
 from minitrans.core.config import DEVICES, DataConfig
 from minitrans.core.decoding_options import DecodingOptions
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     sources, references = sources[: args.limit], references[: args.limit]
     src_ids = translator.encode(sources)
     tgt_ids = [ids[: translator.max_len - 1] for ids in translator.tokenizer.encode_tgt(references)]
-    folder = Checkpoints.run_folder_of(checkpoint)
+    folder = CheckpointFolder.run_folder_of(checkpoint)
     out = args.out if args.out is not None else folder / "heads"
     out.mkdir(parents=True, exist_ok=True)
     aer_grid = alignment_report(translator, data, sources, references, src_ids, tgt_ids, out)

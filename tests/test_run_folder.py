@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from minitrans.core.checkpoint import resolve_checkpoint
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.checks import ConfigError
 from minitrans.core.run_folder import (
     HOLDER_NAME,

@@ -14,7 +14,8 @@ import torch
 from helpers.checkpoints import SRC, TGT, build_checkpoint
 from helpers.scripts import load_script, pipe_stdin
 
-from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint, save_checkpoint
+from minitrans.core.checkpoint import CheckpointError, save_checkpoint
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.data.tokenizer import EOS_ID, PAD_ID

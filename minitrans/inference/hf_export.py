@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from minitrans.core.checkpoint import resolve_checkpoint
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.inference.export import ExportError, check_replaceable, staged_export
 from minitrans.inference.hf_folder import CARD, CONFIG, HF_FORMAT, HF_VERSION, RECORD, SUMMARY, WEIGHTS
 from minitrans.inference.hub_card import hub_card

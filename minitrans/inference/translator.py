@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from minitrans.core.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.checks import first_line
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.utils import eval_mode

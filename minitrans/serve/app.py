@@ -51,7 +51,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from minitrans.core.checkpoint import Checkpoints, resolve_checkpoint
+from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.coverage import language_name
 from minitrans.inference.lines import LineResult, translate_lines
@@ -132,7 +132,7 @@ def run_name(path: str | Path) -> str:
     """A short name for a run: its folder (``runs/base/checkpoints/best.pt`` -> ``base``)."""
     path = Path(path).resolve()
     checkpoint = resolve_checkpoint(path)
-    folder = Checkpoints.run_folder_of(checkpoint)
+    folder = CheckpointFolder.run_folder_of(checkpoint)
     return folder.name if path.is_dir() or checkpoint.stem in ("best", "last", "averaged") else checkpoint.stem
 
 

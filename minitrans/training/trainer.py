@@ -31,7 +31,6 @@ from pathlib import Path
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
-from minitrans.core.checkpoint import Checkpoints
 from minitrans.core.config import TrainConfig
 from minitrans.core.run_folder import RunLock, clean_interrupted_saves
 from minitrans.core.utils import SignalReceived, StopRequest, get_rng_state, preserved_rng, seed_everything
@@ -42,6 +41,7 @@ from minitrans.runs import reporting
 from minitrans.runs.summary import RunSummary
 from minitrans.runs.tblog import log_hparams, log_layout
 from minitrans.training import distributed
+from minitrans.training.checkpoints import Checkpoints
 from minitrans.training.progress import TrainingProgress
 from minitrans.training.resources import ThroughputLog
 from minitrans.training.resume import load_final_weights, resume_checkpoint
