@@ -158,7 +158,7 @@ def set_key(section: str, key: str, value):
         (set_key("model", "num_heads", 4), True, "was refused: its model config is not the one its weights"),
         (set_key("model", "max_len", 10**9), False, "model.max_len: must be in [1, 65536], got 1000000000"),
         (set_key("model", "d_model", 32), False, "weights and config disagree: "),
-        (set_key("data", "colour", "red"), True, "the checkpoint's data config is unusable: "),
+        (set_key("data", "colour", "red"), True, "configuration has a key this version does not know"),
         (set_key("data", "num_test", 10**7), True, "data.num_test: must be in [1, 100_000], got 10000000"),
         (lambda payload: payload["model"].popitem(), False, "weights and config disagree: missing"),
     ],

@@ -515,3 +515,17 @@ def test_help_takes_under_a_cpu_second_and_imports_no_torch(name):
     loaded, seconds = done.stderr.split()
     assert "--max-output-ratio" in done.stdout and "(default 1.5)" in done.stdout
     assert loaded == "False" and float(seconds) < 1.0, done.stderr
+
+
+def test_a_checkpoint_is_read_back_with_its_configuration_typed_and_refused_when_unknown(tmp_path):
+    from minitrans.core.checkpoint import load_checkpoint
+    from minitrans.core.config import TrainConfig
+
+    translator = Translator.from_checkpoint(build_checkpoint(tmp_path / "best.pt"), device="cpu")
+    assert isinstance(translator.run_config, TrainConfig) and translator.run_config.model.num_heads == 2
+    assert (translator.source_language, translator.target_language) == ("de", "en")
+    payload = load_checkpoint(tmp_path / "best.pt")
+    payload["config"]["trainer"]["renamed_knob"] = 1
+    save_checkpoint(payload, tmp_path / "renamed.pt")
+    with pytest.raises(CheckpointError, match=r"renamed\.pt: .*renamed_knob"):
+        Translator.from_checkpoint(tmp_path / "renamed.pt", device="cpu")

@@ -355,6 +355,24 @@ def model_from_dict(values: dict) -> TransformerConfig | RNNConfig:
     return MODEL_SCHEMAS[values.get("kind", "transformer")](**values)
 
 
+def config_from_dict(values: dict[str, Any]) -> TrainConfig:
+    """A run's configuration as its checkpoint or export saved it (``asdict(TrainConfig)``),
+    rebuilt once so that it is read back typed: a missing key takes the schema's default, a key
+    this version does not know is a ValueError naming it (never a silent None downstream)."""
+    rest = dict(values)
+    data = dict(rest.pop("data", None) or {})
+    try:
+        clean = CleanConfig(**(data.pop("clean", None) or {}))
+        return TrainConfig(
+            model=model_from_dict(rest.pop("model", None) or {}),
+            data=DataConfig(**data, clean=clean),
+            trainer=TrainerConfig(**(rest.pop("trainer", None) or {})),
+            **rest,
+        )
+    except TypeError as error:  # "__init__() got an unexpected keyword argument 'x'"
+        raise ValueError(f"the run's configuration has a key this version does not know ({error})") from None
+
+
 EVALUATION_ONLY = {"cache_dir", "valid_split", "test_splits"}  # data keys of what is evaluated, not trained
 
 

@@ -59,13 +59,6 @@ def _usable(name: str) -> str:
     return name
 
 
-def bleu_settings(config: dict | None) -> tuple[str | None, str | None]:
-    """The target language (``data.tgt_lang``) and named tokenizer (``trainer.bleu_tokenize``)
-    of a run's configuration, as saved in its checkpoint; (None, None) when unknown."""
-    config = config or {}
-    return config.get("data", {}).get("tgt_lang"), config.get("trainer", {}).get("bleu_tokenize")
-
-
 def corpus_scores(
     hypotheses: Sequence[str], references: Sequence[str], tgt_lang: str | None = None, tokenize: str | None = None
 ) -> dict[str, float | str]:

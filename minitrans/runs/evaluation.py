@@ -9,8 +9,9 @@ from collections.abc import Sequence
 import datasets
 import torch
 
+from minitrans.core.config import TrainConfig
 from minitrans.core.decoding_options import DecodingOptions
-from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores
+from minitrans.core.metrics import bleu_by_length, corpus_scores
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.inference.translator import Translator
@@ -19,6 +20,14 @@ from minitrans.runs.sharing import ALONE, Share
 
 
 @torch.no_grad()
+def bleu_settings(config: TrainConfig | None) -> tuple[str | None, str | None]:
+    """The target language (``data.tgt_lang``) and named tokenizer (``trainer.bleu_tokenize``)
+    of a run's configuration (a translator's ``run_config``); (None, None) when unknown."""
+    if config is None:
+        return None, None
+    return config.data.tgt_lang, config.trainer.bleu_tokenize
+
+
 def validation_losses(
     model: Seq2SeqModel,
     split: datasets.Dataset,
@@ -112,7 +121,7 @@ def evaluate_split(
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
     if not share.is_main:
         return {}, hypotheses
-    tgt_lang, tokenize = bleu_settings(translator.config)
+    tgt_lang, tokenize = bleu_settings(translator.run_config)
     scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize)
     if "seen_in_train" in rows.column_names:
         scores |= unseen_scores(hypotheses, rows["tgt"], rows["seen_in_train"], tgt_lang, tokenize)

@@ -93,7 +93,7 @@ class ServedModel:
         """Load a run folder or ``.pt`` file (CheckpointError if unusable) and look at its attention
         by running it once on an empty sentence."""
         translator = Translator.from_checkpoint(path, device)
-        kind = (translator.config or {}).get("model", {}).get("kind", type(translator.model).__name__)
+        kind = translator.run_config.model.kind if translator.run_config else type(translator.model).__name__
         maps = translator.attention_maps([translator.tokenizer.eos_id], [])
         shapes = {k: {"layers": len(layers), "heads": int(layers[0].shape[0])} for k, layers in maps.items() if layers}
         gold = CorpusGold.of(translator) if "cross" in shapes else None
