@@ -17,7 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from minitrans.core.checkpoint import CheckpointError, Checkpoints, save_checkpoint
+from minitrans.core.checkpoint import CheckpointError, save_checkpoint
+from minitrans.core.checkpoint_folder import CheckpointFolder
 from minitrans.runs.averaging import average_checkpoints, check_output
 
 
@@ -35,7 +36,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def checkpoint_paths(args: argparse.Namespace) -> list[Path]:
     if args.last is None:
         return [Path(path) for path in args.checkpoints]
-    checkpoints = Checkpoints.find(args.checkpoints[0])
+    checkpoints = CheckpointFolder.find(args.checkpoints[0])
     folder, found = checkpoints.folder, checkpoints.step_files()
     if not found:
         raise CheckpointError(

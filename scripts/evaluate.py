@@ -144,14 +144,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
-    from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores, keeps_cjk_spaces
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.core.checkpoint_folder import resolve_checkpoint
+    from minitrans.core.metrics import bleu_by_length, corpus_scores
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split
     from minitrans.inference.coverage import check_recorded_split
-    from minitrans.inference.ct2 import is_exported, load_translator
-    from minitrans.inference.hf_export import WEIGHTS, is_hf_export
-    from minitrans.runs.evaluation import unseen_scores
+    from minitrans.inference.ct2 import is_exported
+    from minitrans.inference.hf_folder import WEIGHTS, is_hf_export
+    from minitrans.inference.loading import load_translator
+    from minitrans.runs.evaluation import bleu_settings, keeps_cjk_spaces, unseen_scores
 
     try:
         exported = is_exported(args.checkpoint)  # a CTranslate2 export writes into its own eval/
@@ -176,9 +178,9 @@ def run(args: argparse.Namespace) -> int:
         beam_size=args.beam, length_penalty=args.length_penalty, max_output_ratio=args.max_output_ratio
     )
     hypotheses = translate_with_progress(translator, sources, not args.no_progress, options)
-    tgt_lang, tokenize = bleu_settings(translator.config)
+    tgt_lang, tokenize = bleu_settings(translator.run_config)
     tokenize = args.bleu_tokenize or tokenize
-    keep = args.keep_spaces or keeps_cjk_spaces(translator.config)
+    keep = args.keep_spaces or keeps_cjk_spaces(translator.run_config)
     report = {
         "checkpoint": str(checkpoint),
         "split": split,

@@ -18,14 +18,15 @@ import json
 import sys
 from pathlib import Path
 
-from minitrans.core.checkpoint import CheckpointError, Checkpoints, resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError
+from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
 from minitrans.core.checks import cli_number
 from minitrans.core.config import DEVICES, loaded_data_config
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import plain_truncation_warnings
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split
-from minitrans.inference.hf_export import is_hf_export
+from minitrans.inference.hf_folder import is_hf_export
 from minitrans.inference.translator import Translator
 from minitrans.runs.alignment import gold_for_pairs, measure_alignment
 from minitrans.runs.evaluation import evaluate_split, validation_loss
@@ -162,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
     src_ids = translator.encode(sources)
     tgt_ids = [ids[: translator.max_len - 1] for ids in translator.tokenizer.encode_tgt(references)]
     folder = (
-        (checkpoint if checkpoint.is_dir() else checkpoint.parent) if shared else Checkpoints.run_folder_of(checkpoint)
+        (checkpoint if checkpoint.is_dir() else checkpoint.parent)
+        if shared
+        else CheckpointFolder.run_folder_of(checkpoint)
     )
     out = args.out if args.out is not None else folder / "heads"
     try:

@@ -131,8 +131,8 @@ def interactive(translator: BaseTranslator, args: argparse.Namespace, options: D
 
     if args.attention:
         require_model(translator, "drawing attention maps")
-    data = (translator.config or {}).get("data", {})
-    pair = f"{language_name(data.get('src_lang', '?'))} → {language_name(data.get('tgt_lang', '?'))}"
+    src, tgt = translator.source_language or "?", translator.target_language or "?"
+    pair = f"{language_name(src)} → {language_name(tgt)}"
     print(
         f"minitrans: {pair}, translating with {args.checkpoint} (--info says what it knows); "
         "an empty line or Ctrl-D quits.",
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     from minitrans.core.checkpoint import CheckpointError
     from minitrans.core.utils import pick_device, write_atomic
-    from minitrans.inference.ct2 import load_translator
+    from minitrans.inference.loading import load_translator
 
     options = DecodingOptions(
         beam_size=args.beam,

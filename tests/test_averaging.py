@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_translate import build_checkpoint
+from helpers.checkpoints import build_checkpoint
 
 from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint, save_checkpoint
 from minitrans.inference.translator import Translator

@@ -18,6 +18,7 @@ import torch
 
 import minitrans.core.checkpoint as checkpoint
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 
 
 def payload(value: float) -> dict:
@@ -300,7 +301,7 @@ def test_empty_bytes_load(tmp_path):
 # -- what mutation testing found unchecked (README, Development) ----------------------------
 def test_an_empty_run_folder_names_every_checkpoint_it_looked_for(tmp_path):
     with pytest.raises(CheckpointError) as error:
-        checkpoint.resolve_checkpoint(tmp_path)
+        resolve_checkpoint(tmp_path)
     assert str(error.value) == f"no checkpoint in {tmp_path} (looked for checkpoints/{{averaged.pt,best.pt,last.pt}})"
 
 

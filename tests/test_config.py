@@ -8,23 +8,13 @@ import gzip
 from pathlib import Path
 
 import pytest
+from helpers.scripts import assert_one_error_line
 
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import TrainerConfig, TransformerConfig
 from minitrans.core.hydra_config import check_command_line
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
-
-def assert_one_error_line(result, *names: str) -> str:
-    output = result.stdout + result.stderr
-    assert result.returncode == 2, output
-    assert "Traceback" not in output
-    last = [line for line in result.stderr.splitlines() if line.strip()][-1]
-    assert last.startswith("error: "), last
-    for name in names:
-        assert name in last, last
-    return last
 
 
 def problem(*args: str) -> str:
@@ -299,3 +289,42 @@ def test_language_codes_that_differ_only_in_case_are_one_language():
 
     with pytest.raises(ConfigError, match=r"data.tgt_lang: source and target are both 'en' \('EN'\)"):
         DataConfig(src_lang="en", tgt_lang="EN")
+
+
+# -- a run's configuration read back typed --------------------------------------------------
+def test_a_saved_configuration_is_rebuilt_typed_and_an_unknown_key_is_named():
+    from dataclasses import asdict
+
+    from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, config_from_dict
+
+    for cfg in (
+        TrainConfig(model=TransformerConfig(d_model=32, num_heads=2), data=DataConfig(src_lang="de", tgt_lang="en")),
+        TrainConfig(model=RNNConfig(kind="rnn_attention", d_hidden=16), trainer=TrainerConfig(bleu_tokenize="char")),
+    ):
+        assert config_from_dict(asdict(cfg)) == cfg
+    rebuilt = config_from_dict({"model": {"kind": "rnn"}, "data": {"tgt_lang": "fr"}})  # missing keys: defaults
+    assert rebuilt.data.tgt_lang == "fr" and rebuilt.data.src_lang == "en" and rebuilt.model.kind == "rnn"
+    saved = asdict(TrainConfig(model=TransformerConfig()))
+    saved["data"]["tgt_langauge"] = "fr"  # a knob renamed or misspelt: said, not read back as None
+    with pytest.raises(ValueError, match="tgt_langauge"):
+        config_from_dict(saved)
+
+
+def test_nothing_above_the_schemas_reads_a_runs_configuration_through_dict_lookups():
+    """The translator rebuilds the run's configuration once (``run_config``); inference, the web
+    app, the benchmarks and the scripts read it typed, never as ``config.get("data", {})...``."""
+    import re
+
+    root = Path(CONFIG_DIR).parent
+    files = [*(root / "minitrans").glob("inference/*.py"), *(root / "minitrans").glob("serve/*.py")]
+    files += [*(root / "minitrans").glob("bench/*.py"), *(root / "scripts").glob("*.py")]
+    chains = re.compile(
+        r"""\.get\(["'](data|model|trainer)["'], \{\}\)|config or \{\}\)"""
+    )  # (config or {}).get("data", {})
+    found = [
+        f"{p.relative_to(root)}: {line.strip()}"
+        for p in files
+        for line in p.read_text().splitlines()
+        if chains.search(line)
+    ]
+    assert found == []

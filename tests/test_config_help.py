@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from minitrans.core.config import CleanConfig, DataConfig, RNNConfig, TrainerConfig, TransformerConfig
-from minitrans.core.config_help import ConfigKey, config_reference, help_text, knob, schema_keys, train_help
+from minitrans.core.config_help import ConfigKey, config_reference, help_text, schema_keys, train_help
 from minitrans.core.hydra_config import check_command_line
+from minitrans.core.knob import knob
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 SCHEMAS = [TransformerConfig, RNNConfig, DataConfig, CleanConfig, TrainerConfig]

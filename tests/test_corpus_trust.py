@@ -461,8 +461,10 @@ def test_a_huge_generated_corpus_is_not_regenerated_to_name_unseen_words(monkeyp
     from minitrans.inference.coverage import rebuild_record
 
     monkeypatch.setattr("minitrans.data.corpus.load_split", lambda *a, **k: pytest.fail("regenerated"))
-    config = {"data": {"name": "generated", "num_train": 10_000_000, "src_lang": "en", "tgt_lang": "de"}}
-    assert rebuild_record(config) is None  # coverage unknown, said once, instead of minutes of generation
+    from minitrans.core.config import DataConfig
+
+    data = DataConfig(name="generated", num_train=10_000_000, src_lang="en", tgt_lang="de")
+    assert rebuild_record(data) is None  # coverage unknown, said once, instead of minutes of generation
 
 
 # ---- a fair validation sample ---------------------------------------------------------------------------

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from minitrans.core.config import DataConfig
 from minitrans.data.generated import coverage_summary, example_pairs, generate_corpus
 from minitrans.inference.coverage import TrainingRecord, rebuild_record, words
 
@@ -65,12 +68,13 @@ def test_sentences_of_the_grammar_get_no_warning(grammar_record):
 def test_an_old_embedded_corpus_checkpoint_gets_its_record_rebuilt_and_cached(tmp_path, monkeypatch):
     data = {"name": "generated", "src_lang": "en", "tgt_lang": "de", "num_train": 50, "num_valid": 5, "num_test": 5,
             "min_words": 3, "max_words": 8, "corpus_seed": 7, "cache_dir": str(tmp_path)}  # fmt: skip
-    record = rebuild_record({"data": data}, tmp_path)
+    data = DataConfig(**data)  # the run's data configuration, typed as a translator rebuilds it
+    record = rebuild_record(data)
     assert record.is_rebuilt and record.num_pairs == 50 and record.corpus == "generated"
     assert list((tmp_path / "records").glob("*.json"))
     monkeypatch.setattr("minitrans.data.corpus.load_split", lambda *a, **k: pytest.fail("not rebuilt twice"))
-    assert rebuild_record({"data": data}, tmp_path) == record
-    assert rebuild_record({"data": {**data, "name": "multi30k"}}, tmp_path) is None  # coverage unknown
+    assert rebuild_record(data) == record
+    assert rebuild_record(replace(data, name="multi30k")) is None  # coverage unknown
 
 
 def test_the_grammar_summary_names_what_it_leaves_out():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_resume import scalars
+from helpers.runs import scalars
 
 
 @pytest.mark.slow

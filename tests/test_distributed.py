@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 from conftest import TRAIN_SCRIPT, last_weights, script_env
-from test_resume import scalars
+from helpers.runs import scalars
 
 from minitrans.core.checkpoint import load_checkpoint
 from minitrans.training.distributed import DistInfo, all_reduce_max, any_rank, shard

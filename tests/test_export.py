@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import random
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-import torch
+from helpers.checkpoints import EXPORT_SRC, EXPORT_TGT, SENTENCES, VARIANTS, build_export_checkpoint
 
-from minitrans.core.checkpoint import CheckpointError, save_checkpoint
-from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.core.checkpoint import CheckpointError
+from minitrans.core.config import RNNConfig, TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
-from minitrans.data.tokenizer import EOS_ID, Tokenizer
-from minitrans.inference.ct2 import Ct2Error, Ct2Translator, is_exported, load_translator
+from minitrans.data.tokenizer import Tokenizer
+from minitrans.inference.ct2 import Ct2Error, Ct2Translator, is_exported
 from minitrans.inference.export import ExportError, check_exportable, export_ctranslate2
 from minitrans.inference.lines import score_lines
+from minitrans.inference.loading import load_translator
 from minitrans.inference.translator import Translator, require_model
 from minitrans.models.build import build_model
 
@@ -28,46 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 HAS_CT2 = importlib.util.find_spec("ctranslate2") is not None
 needs_ct2 = pytest.mark.skipif(not HAS_CT2, reason="ctranslate2 is not installed (pip install 'minitrans[export]')")
 
-SRC = ["ein mann fährt fahrrad .", "eine frau liest ein buch .", "zwei hunde spielen im park ."]
-TGT = ["a man rides a bike .", "a woman reads a book .", "two dogs play in the park ."]
-WORDS = "ein mann frau hund zwei spielen park buch liest fährt fahrrad im eine .".split()
-random.seed(0)
-SENTENCES = [" ".join(random.choices(WORDS, k=random.randint(1, 9))) for _ in range(40)] + ["", "  "]
-
-# Every shape the exporter maps differently; the EOS bias spreads output lengths from 0 to the limit.
-VARIANTS = {
-    "pre-norm, shared and tied embeddings": ({}, 2.0),
-    "post-norm": ({"norm_first": False}, 2.0),
-    "d_k != d_model / num_heads": ({"num_heads": 3, "d_k": 8}, 2.0),
-    "separate vocabularies, nothing shared": ({"share_embeddings": False, "tie_output": False, "joint": False}, 0.5),
-}
-
-
-def build_checkpoint(path: Path, eos_bias: float = 2.0, joint: bool = True, kind: str = "transformer", **model) -> Path:
-    """A small untrained model saved as the trainer saves best.pt; ``eos_bias`` is added to EOS's
-    output bias so that untrained outputs end at varied lengths, not only at the length limit."""
-    tokenizer = Tokenizer.train(SRC, TGT, vocab_size=300, joint=joint)
-    if kind == "transformer":
-        sizes = dict(d_model=16, num_heads=2, d_ff=32, num_encoder_layers=2, num_decoder_layers=2, max_len=64)
-        model_cfg = TransformerConfig(**{**sizes, "dropout": 0.0, **model})
-    else:
-        model_cfg = RNNConfig(kind=kind, d_embed=16, d_hidden=16, dropout=0.0)
-    data = DataConfig(name="multi30k", src_lang="de", tgt_lang="en", joint_vocab=joint)
-    torch.manual_seed(0)
-    net = build_model(model_cfg, tokenizer)
-    if kind == "transformer":
-        with torch.no_grad():
-            net.output.bias[EOS_ID] += eos_bias
-    payload = {"config": asdict(TrainConfig(model=model_cfg, data=data)), "tokenizer": tokenizer.to_state()}
-    save_checkpoint({**payload, "model": net.state_dict(), "step": 0}, path)
-    return path
-
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("export")
     run = folder / "run"
-    build_checkpoint(run / "checkpoints" / "best.pt")
+    build_export_checkpoint(run / "checkpoints" / "best.pt")
     if HAS_CT2:
         export_ctranslate2(run, folder / "ct2")
     return run, folder / "ct2"
@@ -78,7 +43,7 @@ def exported(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_ctranslate2_translates_exactly_as_our_decoder(tmp_path, variant):
     model, eos_bias = VARIANTS[variant]
-    checkpoint = build_checkpoint(tmp_path / "best.pt", eos_bias, **model)
+    checkpoint = build_export_checkpoint(tmp_path / "best.pt", eos_bias, **model)
     ours = Translator.from_checkpoint(checkpoint, "cpu")
     engine = Ct2Translator.from_folder(export_ctranslate2(checkpoint, tmp_path / "ct2"), threads=1)
     src_ids = ours.encode(SENTENCES)
@@ -145,7 +110,7 @@ def test_the_exported_folder_is_self_contained(exported, tmp_path):
 
 # -- refusals ---------------------------------------------------------------------------------
 def test_what_the_engine_cannot_represent_is_refused_in_one_line(tmp_path):
-    tokenizer = Tokenizer.train(SRC, TGT, vocab_size=300)
+    tokenizer = Tokenizer.train(EXPORT_SRC, EXPORT_TGT, vocab_size=300)
     for model_cfg, message in (
         (RNNConfig(kind="rnn"), r"cannot export a FixedContextRNN: CTranslate2 runs Transformers only"),
         (RNNConfig(kind="rnn_attention"), r"cannot export a AttentionRNN"),
@@ -165,7 +130,7 @@ def test_export_refuses_an_existing_folder_an_rnn_and_a_bad_quantization(exporte
     with pytest.raises(ExportError, match="unknown quantization 'int3'"):
         export_ctranslate2(run, tmp_path / "q", quantization="int3")
     with pytest.raises(ExportError, match="Transformers only"):
-        export_ctranslate2(build_checkpoint(tmp_path / "rnn.pt", kind="rnn"), tmp_path / "rnn")
+        export_ctranslate2(build_export_checkpoint(tmp_path / "rnn.pt", kind="rnn"), tmp_path / "rnn")
     assert (folder / "model.bin").read_bytes() == before and not (tmp_path / "rnn").exists()
     export_ctranslate2(run, folder, force=True)  # --force replaces it
     assert is_exported(folder)
@@ -237,7 +202,7 @@ def test_export_script_force_on_the_current_folder_deletes_nothing(exported, tmp
 
 def test_without_ctranslate2_export_and_translate_say_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import ctranslate2 -> ImportError
-    run = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt").parents[1]
+    run = build_export_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt").parents[1]
     with pytest.raises(Ct2Error, match=r"ctranslate2 is not installed: pip install 'minitrans\[export\]'"):
         export_ctranslate2(run, tmp_path / "out")
     (tmp_path / "fake").mkdir()
@@ -297,7 +262,7 @@ def test_scripts_export_translate_and_evaluate_through_the_folder(exported, tmp_
     refs.mkdir()
     import gzip
 
-    for lang, lines in (("de", SRC), ("en", TGT)):
+    for lang, lines in (("de", EXPORT_SRC), ("en", EXPORT_TGT)):
         for split in ("train", "val", "test_2016_flickr"):
             with gzip.open(refs / f"{split}.{lang}.gz", "wt", encoding="utf-8") as handle:
                 handle.write("\n".join(lines) + "\n")
@@ -309,7 +274,7 @@ def test_scripts_export_translate_and_evaluate_through_the_folder(exported, tmp_
 
 @pytest.mark.slow
 def test_export_script_without_ctranslate2_is_one_line(tmp_path):
-    run = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt").parents[1]
+    run = build_export_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt").parents[1]
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "ctranslate2.py").write_text("raise ImportError('blocked for this test')\n")

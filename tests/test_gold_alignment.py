@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from test_generated import clause, main, np, pp, sentence, sub, who, whom
+from helpers.grammar import GOLDEN, clause, main, np, parts, pp, sentence, sub, who, whom
 
 from minitrans.data.generated import generate_aligned_corpus, generate_corpus
 from minitrans.data.grammar import render, render_aligned
@@ -226,8 +226,6 @@ def test_hand_drawn_alignments(tree, english, german, gold):
 
 
 def test_the_hand_drawn_sample_covers_every_construction():
-    from test_generated import GOLDEN, parts
-
     trees = [row[0] for row in HAND_DRAWN]
     assert len(trees) >= 20
     kinds_here = {type(part).__name__ for tree in trees for part in parts(tree)}

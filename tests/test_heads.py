@@ -95,12 +95,12 @@ def test_heads_script_writes_alignment_and_ablation_of_a_generated_corpus_run(tm
     import json
     from pathlib import Path
 
-    from test_evaluate import build_checkpoint
+    from helpers.checkpoints import build_cased_checkpoint
 
     from minitrans.core.config import DataConfig
 
     run = tmp_path / "run"
-    build_checkpoint(run / "checkpoints" / "last.pt", DataConfig(num_train=50, num_valid=10, num_test=12))
+    build_cased_checkpoint(run / "checkpoints" / "last.pt", DataConfig(num_train=50, num_valid=10, num_test=12))
     spec = importlib.util.spec_from_file_location("heads_script", Path(__file__).parents[1] / "scripts" / "heads.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
@@ -122,7 +122,7 @@ def test_a_split_without_gold_alignments_reports_no_aer_and_keeps_the_real_one(t
     import importlib.util
     from pathlib import Path
 
-    from test_evaluate import build_checkpoint
+    from helpers.checkpoints import build_cased_checkpoint as build_checkpoint
 
     from minitrans.core.config import DataConfig
 
@@ -153,7 +153,7 @@ def test_an_impossible_out_folder_or_split_is_one_error_line(tmp_path, capsys, a
     import importlib.util
     from pathlib import Path
 
-    from test_evaluate import build_checkpoint
+    from helpers.checkpoints import build_cased_checkpoint as build_checkpoint
 
     from minitrans.core.config import DataConfig
 

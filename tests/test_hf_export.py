@@ -13,14 +13,16 @@ import pytest
 import torch
 import yaml
 from conftest import REPO, script_env
-from test_export import SENTENCES, SRC, VARIANTS, build_checkpoint
+from helpers.checkpoints import EXPORT_SRC, SENTENCES, VARIANTS, build_export_checkpoint
 
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitrans.core.textio import read_json
 from minitrans.inference import hf_export
 from minitrans.inference.coverage import TrainingRecord
-from minitrans.inference.ct2 import load_translator
 from minitrans.inference.export import ExportError, shareable_config
-from minitrans.inference.hf_export import export_hf, is_hf_export, push_to_hub
+from minitrans.inference.hf_export import export_hf, push_to_hub
+from minitrans.inference.hf_folder import is_hf_export
+from minitrans.inference.loading import load_translator
 from minitrans.inference.translator import Translator
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -38,10 +40,10 @@ SCORES = {
 def make_run(root: Path, **model) -> Path:
     """A run folder as training leaves it: best.pt, summary.json and Hydra's record of the command."""
     run = root / "run"
-    best = build_checkpoint(run / "checkpoints" / "best.pt", **model)
+    best = build_export_checkpoint(run / "checkpoints" / "best.pt", **model)
     payload = load_checkpoint(best)  # with the record of its training data, as the trainer writes it
     save_checkpoint(
-        {**payload, "training_data": TrainingRecord.from_sentences(SRC, "de", "en", "multi30k").to_state()}, best
+        {**payload, "training_data": TrainingRecord.from_sentences(EXPORT_SRC, "de", "en", "multi30k").to_state()}, best
     )
     (run / "summary.json").write_text(json.dumps({"test": SCORES, "steps": 300, "weights": "best validation BLEU"}))
     (run / ".hydra").mkdir()
@@ -240,7 +242,7 @@ def test_heads_and_serve_take_the_folder_translate_takes(tmp_path, capsys):
     named after the folder."""
     import importlib.util
 
-    from test_evaluate import build_checkpoint as build_generated
+    from helpers.checkpoints import build_cased_checkpoint as build_generated
 
     from minitrans.core.config import DataConfig
     from minitrans.serve.app import ServedModel
@@ -322,7 +324,7 @@ def test_hostile_json_and_sizes_in_a_shared_folder_are_one_error_each(shared, tm
         if case == "nested":  # no longer an export: nothing in it is trusted
             assert not is_hf_export(bad)
             with pytest.raises(ValueError, match=reasons[case]):
-                hf_export.read_json(bad / name)
+                read_json(bad / name)
             continue
         with pytest.raises(CheckpointError, match=rf"does not hold a usable model \(.*({reasons[case]})"):
             Translator.from_pretrained(bad, "cpu")

@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 from conftest import assert_bitwise_equal, last_weights, script_env, train_command
-from test_resume import scalars, state
+from helpers.runs import scalars, state
 
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import TrainerConfig

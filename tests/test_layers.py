@@ -4,11 +4,13 @@ newcomer can tell from ``ls minitrans/`` where a change belongs and what it may 
 from __future__ import annotations
 
 import ast
+from collections import deque
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "minitrans"
+TESTS = Path(__file__).resolve().parent
 # bottom to top; a sub-package may import its own modules and any sub-package of a lower rank
 LAYERS = {"core": 0, "data": 1, "models": 2, "inference": 3, "runs": 4, "training": 5, "serve": 6, "bench": 6}
 MAX_LINES = 400
@@ -29,6 +31,102 @@ def imported(path: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("minitrans")]
     return found
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the package -> the package's modules it imports, lazy and TYPE_CHECKING
+    imports included (``from minitrans.core import config`` names the module ``config``)."""
+    paths = {module_name(p): p for p in modules()}
+    graph = {}
+    for name, path in paths.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("minitrans"):
+                candidates = [f"{node.module}.{a.name}" for a in node.names]
+                targets |= {c if c in paths else node.module for c in candidates}
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name.startswith("minitrans")}
+        graph[name] = {t for t in targets if t in paths and t != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """A shortest cycle through each module that imports itself round about, a module already
+    named in a cycle not starting another: ``[a, b, c, a]`` for a -> b -> c -> a."""
+    cycles, seen = [], set()
+    for start in sorted(graph):
+        if start in seen:
+            continue
+        came_from, queue = {}, deque([start])  # breadth first: the shortest way back to start
+        while queue and start not in came_from:
+            node = queue.popleft()
+            for other in sorted(graph[node]):
+                if other not in came_from:
+                    came_from[other] = node
+                    queue.append(other)
+        if start not in came_from:
+            continue
+        back, node = [], came_from[start]
+        while node != start:
+            back.append(node)
+            node = came_from[node]
+        cycle = [start, *reversed(back), start]
+        seen |= set(cycle)
+        cycles.append(cycle)
+    return cycles
+
+
+def test_import_cycles_are_found():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e2"}, "e2": {"e"}}
+    assert import_cycles(graph) == [["a", "b", "c", "a"], ["e", "e2", "e"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle():
+    """No module imports, at any depth, a module that imports it back (directly or through
+    others): a shared piece moves down to a module both import instead."""
+    cycles = [" -> ".join(cycle) for cycle in import_cycles(import_graph())]
+    assert cycles == [], "import circles: " + "; ".join(cycles)
+
+
+def imports_of_test_files(source: str) -> list[tuple[int, str]]:
+    """(line, module) for every import of a test file (``test_*``, ``tests.test_*``) in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] if node.module != "tests" else [f"tests.{a.name}" for a in node.names]
+        found += [(node.lineno, name) for name in names if name.removeprefix("tests.").startswith("test_")]
+    return found
+
+
+def test_test_file_imports_are_found():
+    source = "import test_a\nfrom test_b import x\nfrom tests.test_c import y\nfrom tests import test_d\n"
+    source += "def f():\n    from test_e import z\nfrom helpers.checkpoints import SRC\nimport testing\n"
+    assert [name for _, name in imports_of_test_files(source)] == [
+        "test_a",
+        "test_b",
+        "tests.test_c",
+        "tests.test_d",
+        "test_e",
+    ]
+
+
+def test_no_test_file_imports_another():
+    """Tests share helpers through conftest.py and tests/helpers/, never through another test
+    file (which would run, or silently stop running, that file's tests with it)."""
+    files = sorted(TESTS.glob("*.py")) + sorted((TESTS / "helpers").glob("*.py"))
+    found = [
+        f"{path.relative_to(TESTS).as_posix()}:{line} imports {name}"
+        for path in files
+        for line, name in imports_of_test_files(path.read_text(encoding="utf-8"))
+    ]
+    assert found == [], found
 
 
 def layer_of(module: str) -> str | None:

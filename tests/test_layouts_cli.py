@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_config import assert_one_error_line
+from helpers.scripts import assert_one_error_line
 
 from minitrans.data.generated import generate_corpus
 

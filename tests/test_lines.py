@@ -7,7 +7,8 @@ import json
 import math
 
 import pytest
-from test_translate import SRC, build_checkpoint, load_script, pipe_stdin
+from helpers.checkpoints import SRC, build_checkpoint
+from helpers.scripts import load_script, pipe_stdin
 
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.base import Translation
@@ -35,7 +36,7 @@ def translator(run) -> Translator:
 
 @pytest.fixture(scope="module")
 def script():
-    return load_script()
+    return load_script("translate")
 
 
 def test_split_sentences_knows_abbreviations_and_leaves_one_sentence_alone():

@@ -5,15 +5,16 @@ import math
 import pytest
 import sacrebleu
 
+from minitrans.core.config import config_from_dict
 from minitrans.core.metrics import (
     bleu_by_length,
-    bleu_settings,
     bleu_tokenizer,
     bucket_label,
     cjk_space_share,
     corpus_scores,
     remove_cjk_spaces,
 )
+from minitrans.runs.evaluation import bleu_settings
 
 
 def test_scores_agree_with_sacrebleu_on_known_strings():
@@ -103,7 +104,10 @@ def test_a_missing_mecab_falls_back_to_characters_with_a_warning(monkeypatch):
 
 
 def test_bleu_settings_and_an_unknown_tokenizer():
-    assert bleu_settings({"data": {"tgt_lang": "zh"}, "trainer": {"bleu_tokenize": "char"}}) == ("zh", "char")
+    assert bleu_settings(config_from_dict({"data": {"tgt_lang": "zh"}, "trainer": {"bleu_tokenize": "char"}})) == (
+        "zh",
+        "char",
+    )
     assert bleu_settings(None) == (None, None)
     assert bleu_tokenizer("zh") == "zh" and bleu_tokenizer("fr") == "13a" and bleu_tokenizer(None) == "13a"
     with pytest.raises(ValueError, match="unknown BLEU tokenizer 'nope'"):
@@ -134,7 +138,7 @@ def test_a_runs_evaluation_scores_bleu_for_its_target_language():
 
     class EchoTranslator:  # "translates" each source into the hypothesis whose index it holds
         def __init__(self, config):
-            self.config = config
+            self.run_config = config_from_dict(config)
             self.tokenizer = type("T", (), {"decode_tgt": staticmethod(lambda ids: [CHINESE_HYP][ids[0]])})()
 
         def translate_encoded(self, src_ids, options):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, script_env
-from test_config import assert_one_error_line
+from helpers.scripts import assert_one_error_line
 
 from minitrans.data.generated import generate_corpus
 

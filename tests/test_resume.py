@@ -9,30 +9,17 @@ import shlex
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 import torch
 from conftest import REPO, TRAIN_SCRIPT, assert_bitwise_equal, last_weights, script_env, train_command
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from helpers.runs import scalars, state
 
 from minitrans.core.checkpoint import load_checkpoint
-from minitrans.training.state import TrainingError
+from minitrans.training.state import TrainingError, TrainState
 from minitrans.training.trainer import Trainer, train
 
 LOGGED = ["trainer.log_every=1", "trainer.eval_every=1000"]  # every step's loss; no evaluation on the way
-
-
-def scalars(run: Path, tag: str) -> dict[int, float]:
-    events = EventAccumulator(str(run), size_guidance={"scalars": 0})
-    events.Reload()  # reads every event file of the folder, honouring purge_step
-    steps = [(event.step, event.value) for event in events.Scalars(tag)]
-    assert len(steps) == len({step for step, _ in steps}), f"{tag} logged twice for a step"
-    return dict(steps)
-
-
-def state(run: Path) -> dict:
-    return load_checkpoint(run / "checkpoints" / "last.pt")["state"]
 
 
 @pytest.mark.slow
@@ -206,6 +193,37 @@ def test_the_same_seed_gives_bitwise_the_same_weights_and_another_seed_does_not(
         torch.set_num_threads(threads)
     assert_bitwise_equal(runs["a"], runs["b"])
     assert any(not torch.equal(runs["a"][k], runs["c"][k]) for k in runs["a"])
+
+
+def test_the_trainer_writes_what_checkpoint_payload_builds(tmp_path, tiny_config):
+    """The trainer's checkpoints are checkpoint_payload's: the same keys in the same order (the
+    bytes of a run's checkpoints depend on it), the weights and the configuration it was given."""
+    from dataclasses import asdict
+
+    from minitrans.training.state import checkpoint_payload
+
+    cfg = tiny_config("trainer.max_steps=2", "trainer.eval_every=1000")
+    train(cfg, tmp_path / "run")
+    best, last = (load_checkpoint(tmp_path / "run" / "checkpoints" / name) for name in ("best.pt", "last.pt"))
+    weights = ["format", "version", "config", "tokenizer", "model", "step", "training_data"]
+    digest = ["model_config_sha256"]  # save_checkpoint's first two keys and its last
+    assert list(best) == [*weights, *digest]
+    assert list(last) == [*weights, "optimizer", "scheduler", "state", "world_size", "rng", *digest]
+    assert best["config"] == asdict(cfg) and best["step"] == last["step"] == 2
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    parts = dict(optimizer=optimizer, scheduler=scheduler, state=TrainState(step=3), world_size=1)
+
+    class Tok:
+        def to_state(self):
+            return {"src": b""}
+
+    built = checkpoint_payload(cfg, Tok(), model, 3, **parts)
+    assert list(built) == ["config", "tokenizer", "model", "step", "optimizer", "scheduler", "state", "world_size"]
+    assert built["state"]["step"] == 3 and torch.equal(built["model"]["weight"], model.weight)
+    with pytest.raises(ValueError, match="together"):
+        checkpoint_payload(cfg, Tok(), model, optimizer=optimizer)
 
 
 def test_a_run_folder_resumes_only_the_model_and_data_it_was_trained_with(tmp_path, tiny_config):

@@ -1,4 +1,4 @@
-"""A run folder's checkpoints: the layout the ``Checkpoints`` object owns (last, best, rotated
+"""A run folder's checkpoints: the layout the ``CheckpointFolder`` object owns, the ``Checkpoints`` the trainer writes (last, best, rotated
 step files, averaged), the preference translate/evaluate resolve by, and the final weights."""
 
 from __future__ import annotations
@@ -8,13 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitrans.core.checkpoint import (
-    CheckpointError,
-    Checkpoints,
-    average_state_dicts,
-    load_checkpoint,
-    resolve_checkpoint,
-)
+from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint
+from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
+from minitrans.training.checkpoints import Checkpoints
 from minitrans.training.state import TrainingStopped
 
 
@@ -80,3 +76,14 @@ def test_a_stopped_run_names_the_command_that_continues_it_in_its_own_folder(the
         f"to {then}, run: python scripts/train.py trainer.max_steps=300 model=rnn "
         "'hydra.run.dir=outputs/2026-12-01/18-00-00 x'"
     )
+
+
+def test_the_run_folder_policy_lives_in_training_and_the_layout_below_every_reader():
+    """core/checkpoint.py is file safety only; what a run writes and which weights it is judged by
+    (best validation BLEU, averaging) is the trainer's; the layout readers need sits in core."""
+    import minitrans.core.checkpoint as file_safety
+
+    assert not hasattr(file_safety, "Checkpoints") and not hasattr(file_safety, "FinalWeights")
+    assert "best validation BLEU" not in Path(file_safety.__file__).read_text(encoding="utf-8")
+    assert issubclass(Checkpoints, CheckpointFolder) and Checkpoints.__module__ == "minitrans.training.checkpoints"
+    assert not any(name.startswith("save_") or name == "final_weights" for name in vars(CheckpointFolder))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import script_env, train_command
 
-from minitrans.core.checkpoint import resolve_checkpoint
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.checks import ConfigError
 from minitrans.core.run_folder import (
     HOLDER_NAME,
@@ -119,13 +119,13 @@ def test_the_lock_is_held_while_training_and_released_after(tmp_path, tiny_confi
     import minitrans.training.trainer as trainer_module
 
     run, seen = tmp_path / "run", []
-    real_step = trainer_module.Trainer.train_step
+    real_step = trainer_module.Trainer.train_batch
 
     def step(self, indices):
         seen.append(lock_holder(run))
         return real_step(self, indices)
 
-    monkeypatch.setattr(trainer_module.Trainer, "train_step", step)
+    monkeypatch.setattr(trainer_module.Trainer, "train_batch", step)
     train(tiny_config("trainer.max_steps=2", "trainer.eval_every=1000"), run)
     assert seen and all(holder and holder.startswith(f"pid {os.getpid()}") for holder in seen)
     assert lock_holder(run) is None

@@ -25,7 +25,7 @@ pytest.importorskip("fastapi", reason='the web app\'s extra is not installed: pi
 pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 
 from fastapi.testclient import TestClient  # noqa: E402
-from test_translate import SRC, build_checkpoint  # noqa: E402
+from helpers.checkpoints import SRC, build_checkpoint  # noqa: E402
 
 from minitrans.core.decoding_options import DecodingOptions  # noqa: E402
 from minitrans.inference.coverage import TrainingRecord  # noqa: E402

@@ -28,13 +28,13 @@ if not (CHROMIUM and CHROMEDRIVER):
     pytest.skip("no Chromium here: apt-get install chromium chromium-driver", allow_module_level=True)
 
 import uvicorn  # noqa: E402
+from helpers.checkpoints import SRC, build_checkpoint  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-from test_translate import SRC, build_checkpoint  # noqa: E402
 
 from minitrans.core.config import DataConfig  # noqa: E402
 from minitrans.runs.alignment import gold_split  # noqa: E402

@@ -11,7 +11,7 @@ pytest.importorskip("fastapi", reason='the web app\'s extra is not installed: pi
 pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 
 from fastapi.testclient import TestClient  # noqa: E402
-from test_translate import SRC, build_checkpoint  # noqa: E402
+from helpers.checkpoints import SRC, build_checkpoint  # noqa: E402
 
 from minitrans.core.config import DataConfig  # noqa: E402
 from minitrans.runs.alignment import aer, as_links, gold_split, piece_words, word_alignments  # noqa: E402

@@ -230,6 +230,29 @@ def test_integers_show_as_integers_in_hparams_and_rates_as_numbers(tmp_path):
     assert types["lr"] == types["dropout"] == api_pb2.DATA_TYPE_FLOAT64
 
 
+def test_each_hyper_parameter_is_named_once_and_every_kind_logs_its_own_in_the_table():
+    """The table of hyper-parameters is the one list: each name is written once in tblog.py (not
+    again in a list of names, of key ones, of real-valued ones), and what a run logs is the table's
+    entries for its model kind, in the table's order."""
+    import ast
+    from pathlib import Path
+
+    from minitrans.runs import tblog
+
+    constants = [
+        node.value
+        for node in ast.walk(ast.parse(Path(tblog.__file__).read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    assert {name: constants.count(name) for name in tblog.HPARAM_NAMES} == dict.fromkeys(tblog.HPARAM_NAMES, 1)
+    summary = RunSummary.from_dict(RNN_SUMMARY)
+    for model in (TransformerConfig(**TINY_TRANSFORMER), RNNConfig(kind="rnn"), RNNConfig(kind="rnn_attention")):
+        logged = list(tblog.run_hparams(TrainConfig(model=model), 10, summary))
+        assert logged == [h.name for h in tblog.HPARAMS if h.kinds is None or model.kind in h.kinds]
+        assert ("num_heads" in logged) == (model.kind == "transformer")
+        assert ("d_attention" in logged) == (model.kind == "rnn_attention")
+
+
 def test_every_custom_scalars_chart_has_one_tag_so_its_lines_are_runs_in_their_own_colours():
     """TensorBoard names a CUSTOM SCALARS series "tag (run)" and colours it by the run, with no
     legend: two tags on one chart would be two lines of one colour."""

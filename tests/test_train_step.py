@@ -117,3 +117,15 @@ def test_a_gradient_over_the_limit_is_clipped_to_it_and_one_under_it_is_left_alo
     again = tiny_model()
     train_step(again, make_optimizer(again.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, scale, 0.1, under * 1.5)
     assert gradient_norm(again) == pytest.approx(under, rel=1e-6)
+
+
+def test_the_step_takes_no_schedule_and_the_trainer_method_is_not_its_namesake():
+    """The schedule is stepped by the trainer's loop (after the ranks agree on the time), so the
+    step takes none; the trainer's per-batch method is named for what it does beyond the step
+    (sharding, accounting), not after the function it calls."""
+    import inspect
+
+    from minitrans.training.trainer import Trainer
+
+    assert "scheduler" not in inspect.signature(train_step).parameters
+    assert not hasattr(Trainer, "train_step") and callable(Trainer.train_batch)

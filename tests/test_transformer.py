@@ -107,7 +107,7 @@ def test_widths_and_dropout_reach_every_layer():
 def test_the_model_computes_what_torch_nn_transformer_computes(norm_first):
     """With the same weights, the same function as PyTorch's own Transformer (an outside
     oracle for residuals, layer norms, pre-/post-norm order, feed-forward, embeddings, positions)."""
-    from test_benchmark import copy_weights_into_twin
+    from helpers.twins import copy_weights_into_twin
 
     from minitrans.bench.reference import TorchTransformer
     from minitrans.bench.reference import build as build_benchmark_model

@@ -3,50 +3,27 @@ the input; attention pictures; one clear error line for anything unusable."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 import torch
+from helpers.checkpoints import SRC, TGT, build_checkpoint
+from helpers.scripts import load_script, pipe_stdin
 
-from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint, save_checkpoint
-from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
+from minitrans.core.checkpoint import CheckpointError, save_checkpoint
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import InputError, numbered_path, read_sentences
-from minitrans.data.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from minitrans.data.tokenizer import EOS_ID, PAD_ID
 from minitrans.inference.translator import Translator
-from minitrans.models.build import build_model
 from minitrans.models.interface import Seq2SeqModel
 from minitrans.runs.viz import translate_with_attention
 
 ROOT = Path(__file__).resolve().parents[1]
-SRC = ["ein mann fährt fahrrad .", "eine frau liest ein buch .", "zwei hunde spielen im park ."] * 3
-TGT = ["a man rides a bike .", "a woman reads a book .", "two dogs play in the park ."] * 3
-
-
-def build_checkpoint(
-    path: Path, kind: str = "transformer", max_len: int = 64, data: DataConfig | None = None, extra: dict | None = None
-) -> Path:
-    """A tiny untrained model with its tokenizer, saved as the trainer saves best.pt (without
-    the record of its training data unless ``extra`` adds it: like an older checkpoint)."""
-    tokenizer = Tokenizer.train(SRC, TGT, vocab_size=300)
-    if kind == "transformer":
-        model_cfg = TransformerConfig(
-            d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=2, dropout=0.0, max_len=max_len
-        )
-    else:
-        model_cfg = RNNConfig(kind=kind, d_embed=16, d_hidden=16, dropout=0.0, max_len=max_len)
-    cfg = TrainConfig(model=model_cfg, data=data or DataConfig(name="multi30k", src_lang="de", tgt_lang="en"))
-    torch.manual_seed(0)
-    model = build_model(model_cfg, tokenizer)
-    payload = {"config": asdict(cfg), "tokenizer": tokenizer.to_state(), "model": model.state_dict(), "step": 0}
-    save_checkpoint(payload | (extra or {}), path)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -273,22 +250,9 @@ def test_a_model_without_attention_gets_a_warning_not_a_picture(tmp_path):
 
 
 # -- the script -------------------------------------------------------------------------------
-def load_script():
-    spec = importlib.util.spec_from_file_location("translate_script", ROOT / "scripts" / "translate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def script():
-    return load_script()
-
-
-def pipe_stdin(monkeypatch, data: bytes) -> None:
-    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
-    monkeypatch.setattr(stdin, "isatty", lambda: False)
-    monkeypatch.setattr(sys, "stdin", stdin)
+    return load_script("translate")
 
 
 @pytest.fixture
@@ -551,3 +515,17 @@ def test_help_takes_under_a_cpu_second_and_imports_no_torch(name):
     loaded, seconds = done.stderr.split()
     assert "--max-output-ratio" in done.stdout and "(default 1.5)" in done.stdout
     assert loaded == "False" and float(seconds) < 1.0, done.stderr
+
+
+def test_a_checkpoint_is_read_back_with_its_configuration_typed_and_refused_when_unknown(tmp_path):
+    from minitrans.core.checkpoint import load_checkpoint
+    from minitrans.core.config import TrainConfig
+
+    translator = Translator.from_checkpoint(build_checkpoint(tmp_path / "best.pt"), device="cpu")
+    assert isinstance(translator.run_config, TrainConfig) and translator.run_config.model.num_heads == 2
+    assert (translator.source_language, translator.target_language) == ("de", "en")
+    payload = load_checkpoint(tmp_path / "best.pt")
+    payload["config"]["trainer"]["renamed_knob"] = 1
+    save_checkpoint(payload, tmp_path / "renamed.pt")
+    with pytest.raises(CheckpointError, match=r"renamed\.pt: .*renamed_knob"):
+        Translator.from_checkpoint(tmp_path / "renamed.pt", device="cpu")

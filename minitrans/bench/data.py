@@ -83,7 +83,7 @@ def child_main(overrides: list[str], out_dir: str, steps: int) -> None:
     rss_ready = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     step_started = time.perf_counter()
     for indices in trainer.sampler.batches(0)[:steps]:
-        trainer.train_step(indices)
+        trainer.train_batch(indices)
     result = {
         "ready_s": round(ready, 1),
         "ready_cpu_s": round(cpu_ready, 1),

@@ -88,7 +88,7 @@ def benchmark_decoding(
         )
     return {
         "checkpoint": None if isinstance(checkpoint, Translator) else str(checkpoint),
-        "model": (translator.config or {}).get("model", {}).get("kind", type(translator.model).__name__),
+        "model": translator.run_config.model.kind if translator.run_config else type(translator.model).__name__,
         "split": split,
         "sentences": len(sentences),
         "threads": torch.get_num_threads(),

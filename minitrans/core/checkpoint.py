@@ -16,6 +16,10 @@ subclassed tensor never load. Then it is read with ``torch.load(weights_only=Tru
 explicitly (torch's ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` only changes calls that leave
 ``weights_only`` unset, and the scan holds even if something has patched ``torch.load``). Any
 problem is one :class:`CheckpointError` with a one-line message.
+
+This module is about one file; where a run keeps its checkpoints is
+:mod:`minitrans.core.checkpoint_folder`'s, and what a run writes there the trainer's
+(:mod:`minitrans.training.checkpoints`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ import pickletools
 import warnings
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -218,112 +221,3 @@ def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, 
         else:
             averaged[key] = last.clone()
     return averaged
-
-
-@dataclass
-class FinalWeights:
-    """The weights a finished run is judged by: ``state`` to load (None: the model's own, e.g. a
-    run started with ``resume_from`` at a finished step), and how they were chosen."""
-
-    state: dict[str, torch.Tensor] | None
-    source: str  # "average of last N checkpoints" | "best validation BLEU" | "last weights"
-    is_averaged: bool = False
-
-
-class Checkpoints:
-    """The ``checkpoints/`` folder of a run, the one place that knows its layout:
-
-        last.pt          the training state to resume from (weights, optimizer, data position, RNG)
-        best.pt          the weights with the best validation BLEU so far
-        step_NNNNNNN.pt  the weights at each validation, the newest ``keep_steps`` kept (averaging)
-        averaged.pt      the mean of the kept step files, written when the run finishes
-
-    Translation and evaluation take :meth:`preferred` (averaged, else best, else last)."""
-
-    LAST, BEST, AVERAGED = "last.pt", "best.pt", "averaged.pt"
-    PREFERENCE = (AVERAGED, BEST, LAST)
-    STEP_PATTERN = "step_*.pt"
-
-    def __init__(self, folder: str | Path, keep_steps: int = 1) -> None:
-        self.folder = Path(folder)
-        self.keep_steps = keep_steps
-
-    @classmethod
-    def of_run(cls, run_dir: str | Path, keep_steps: int = 1) -> Checkpoints:
-        """The checkpoints of the run in ``run_dir`` (its ``checkpoints/`` folder)."""
-        return cls(Path(run_dir) / "checkpoints", keep_steps)
-
-    @classmethod
-    def find(cls, path: str | Path) -> Checkpoints:
-        """The checkpoints of a run folder, given the run folder or a folder of checkpoints."""
-        path = Path(path)
-        return cls.of_run(path) if (path / "checkpoints").is_dir() else cls(path)
-
-    @staticmethod
-    def run_folder_of(checkpoint: str | Path) -> Path:
-        """The run folder a checkpoint file belongs to (``RUN/checkpoints/best.pt`` -> ``RUN``)."""
-        parent = Path(checkpoint).parent
-        return parent.parent if parent.name == "checkpoints" else parent
-
-    @property
-    def last(self) -> Path:
-        return self.folder / self.LAST
-
-    @property
-    def best(self) -> Path:
-        return self.folder / self.BEST
-
-    @property
-    def averaged(self) -> Path:
-        return self.folder / self.AVERAGED
-
-    def step_files(self) -> list[Path]:
-        """The kept ``step_*.pt`` files, oldest first."""
-        return sorted(self.folder.glob(self.STEP_PATTERN))
-
-    def preferred(self) -> Path | None:
-        """The checkpoint to translate with: averaged.pt, else best.pt, else last.pt; None if none."""
-        return next((self.folder / name for name in self.PREFERENCE if (self.folder / name).is_file()), None)
-
-    def save_last(self, payload: dict[str, Any]) -> Path:
-        save_checkpoint(payload, self.last)
-        return self.last
-
-    def save_best(self, payload: dict[str, Any]) -> None:
-        save_checkpoint(payload, self.best)
-
-    def save_step(self, payload: dict[str, Any], step: int) -> None:
-        """Keep the weights of ``step`` for averaging, and only the newest ``keep_steps`` files."""
-        save_checkpoint(payload, self.folder / f"step_{step:07d}.pt")
-        for old in self.step_files()[: -self.keep_steps]:
-            old.unlink()
-
-    def save_averaged(self, payload: dict[str, Any]) -> None:
-        save_checkpoint(payload, self.averaged)
-
-    def final_weights(self, map_location: str | torch.device = "cpu") -> FinalWeights:
-        """The average of the kept step files when the run keeps more than one, else best.pt.
-        A stale averaged.pt (say of a finish with ``average_last=3``, resumed with 1) is removed:
-        left there, :meth:`preferred` would pick it over the weights reported now."""
-        paths = self.step_files()[-self.keep_steps :]
-        if self.keep_steps > 1 and paths:
-            state = average_state_dicts([load_checkpoint(path)["model"] for path in paths])
-            return FinalWeights(state, f"average of last {len(paths)} checkpoints", is_averaged=True)
-        self.averaged.unlink(missing_ok=True)
-        if not self.best.exists():
-            return FinalWeights(None, "last weights")
-        return FinalWeights(load_checkpoint(self.best, map_location=map_location)["model"], "best validation BLEU")
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A ``.pt`` file as it is; a run folder (or its ``checkpoints/``) -> its preferred checkpoint
-    (averaged.pt, else best.pt, else last.pt)."""
-    path = Path(path)
-    if not path.is_dir():
-        return path
-    for checkpoints in (Checkpoints.of_run(path), Checkpoints(path)):
-        found = checkpoints.preferred()
-        if found is not None:
-            return found
-    names = ",".join(Checkpoints.PREFERENCE)
-    raise CheckpointError(f"no checkpoint in {path} (looked for checkpoints/{{{names}}})")

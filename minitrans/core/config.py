@@ -23,8 +23,8 @@ from typing import Any
 from omegaconf import MISSING
 
 from minitrans.core.checks import check, check_range
-from minitrans.core.config_help import knob
 from minitrans.core.decoding_options import DecodingOptions, check_decoding
+from minitrans.core.knob import knob
 
 SCHEDULES = ("inverse_sqrt", "linear", "cosine")  # trainer.schedule; minitrans.training.schedule implements them
 PRECISIONS = ("auto", "native", "fp32", "bf16")  # trainer.precision; see minitrans.training.step.autocast_dtype_for
@@ -378,6 +378,26 @@ MODEL_SCHEMAS = {"transformer": TransformerConfig, "rnn": RNNConfig, "rnn_attent
 def model_from_dict(values: dict) -> TransformerConfig | RNNConfig:
     """Rebuild a model config saved in a checkpoint."""
     return MODEL_SCHEMAS[values.get("kind", "transformer")](**values)
+
+
+def config_from_dict(values: dict[str, Any]) -> TrainConfig:
+    """A run's configuration as its checkpoint or export saved it (``asdict(TrainConfig)``),
+    rebuilt once so that it is read back typed: a missing key takes the schema's default, a key
+    this version does not know is a ValueError naming it (never a silent None downstream). Its
+    ``data.cache_dir`` is this machine's (:func:`local_cache_dir`): a checkpoint or shared folder
+    made elsewhere never chooses where we write."""
+    rest = dict(values)
+    data = dict(rest.pop("data", None) or {}) | {"cache_dir": local_cache_dir()}
+    try:
+        clean = CleanConfig(**(data.pop("clean", None) or {}))
+        return TrainConfig(
+            model=model_from_dict(rest.pop("model", None) or {}),
+            data=DataConfig(**data, clean=clean),
+            trainer=TrainerConfig(**(rest.pop("trainer", None) or {})),
+            **rest,
+        )
+    except TypeError as error:  # "__init__() got an unexpected keyword argument 'x'"
+        raise ValueError(f"the run's configuration has a key this version does not know ({error})") from None
 
 
 EVALUATION_ONLY = {"cache_dir", "valid_split", "test_splits"}  # data keys of what is evaluated, not trained

@@ -1,10 +1,11 @@
 """``train.py --help`` and the configuration reference: every key, its default and one line of
 help, read from the schemas themselves.
 
-The help text lives in one place, the field's own metadata (``knob(128, "width of ...")`` in
-the schemas of :mod:`minitrans.core.config`), so a field added to a schema appears here without touching this
-file. :func:`config_reference` is the structured form (the documentation's reference is
-generated from it); :func:`train_help` is the text ``train.py --help`` prints.
+The help text lives in one place, the field's own metadata (``knob(128, "width of ...")``, see
+:mod:`minitrans.core.knob`, in the schemas of :mod:`minitrans.core.config`), so a field added to a
+schema appears here without touching this file. :func:`config_reference` is the structured form
+(the documentation's reference is generated from it); :func:`train_help` is the text
+``train.py --help`` prints.
 """
 
 from __future__ import annotations
@@ -12,19 +13,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-_NO_DEFAULT = object()
-
-
-def knob(default: Any = _NO_DEFAULT, help: str = "", *, factory: Any = None, hidden: bool = False, shown: str = ""):
-    """A schema field and its one line of help, kept in the field's metadata where ``--help`` and
-    the configuration reference read it; ``hidden`` leaves a testing aid out of both, ``shown``
-    is the default as the help states it when the value depends on the machine."""
-    metadata = {"help": help, "hidden": hidden, "shown": shown}
-    if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+from minitrans.core.config import CleanConfig, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
 
 
 @dataclass(frozen=True)
@@ -59,8 +49,6 @@ def _default(field: dataclasses.Field) -> str:
 
 def config_reference() -> list[tuple[str, list[ConfigKey]]]:
     """Every key of the training configuration, grouped by schema: ``[(title, keys), ...]``."""
-    from minitrans.core.config import CleanConfig, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
-
     return [
         ("model=transformer (the default)", schema_keys("model.", TransformerConfig)),
         ("model=rnn | model=rnn_attention", schema_keys("model.", RNNConfig)),
@@ -107,4 +95,4 @@ def train_help(config_dir: str | Path) -> str:
     )
 
 
-__all__ = ["ConfigKey", "config_groups", "config_reference", "help_text", "knob", "schema_keys", "train_help"]
+__all__ = ["ConfigKey", "config_groups", "config_reference", "help_text", "schema_keys", "train_help"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minitrans.core.checks import check_range, cli_number
-from minitrans.core.config_help import knob
+from minitrans.core.knob import knob
 
 # Decoding options, shared by the trainer's final evaluation and the scripts' flags.
 BEAM_RANGE = (1, 100)  # wider beams cost memory (beam x vocabulary scores per step) and rarely help

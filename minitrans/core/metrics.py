@@ -72,18 +72,6 @@ def _usable(name: str) -> str:
     return name
 
 
-def bleu_settings(config: dict | None) -> tuple[str | None, str | None]:
-    """The target language (``data.tgt_lang``) and named tokenizer (``trainer.bleu_tokenize``)
-    of a run's configuration, as saved in its checkpoint; (None, None) when unknown."""
-    config = config or {}
-    return config.get("data", {}).get("tgt_lang"), config.get("trainer", {}).get("bleu_tokenize")
-
-
-def keeps_cjk_spaces(config: dict | None) -> bool:
-    """``trainer.bleu_keep_spaces`` of a run's configuration (False when unknown)."""
-    return bool((config or {}).get("trainer", {}).get("bleu_keep_spaces", False))
-
-
 def cjk_space_share(texts: Sequence[str]) -> float:
     """The share of the gaps between two CJK characters that are spaces: about 0 for Japanese
     or Chinese as written, most of them for a corpus segmented into words with spaces."""

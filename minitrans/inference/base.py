@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from minitrans.core.checkpoint import CheckpointError
+from minitrans.core.config import TrainConfig, config_from_dict
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import one_line
 from minitrans.data.tokenizer import Tokenizer
@@ -78,8 +80,15 @@ class BaseTranslator(ABC):
         path: Path | None = None,
     ):
         self.tokenizer, self.max_len = tokenizer, max_len
-        self.config = config  # the run's configuration (a plain dict), when known
+        self.config = config  # the run's configuration as saved (a plain dict), when known
         self.path = path  # the checkpoint file or exported folder it was loaded from
+        # the same, typed: rebuilt once here, so nothing reads the run's settings through dict lookups
+        self.run_config: TrainConfig | None = None
+        if config is not None:
+            try:
+                self.run_config = config_from_dict(config)
+            except ValueError as error:
+                raise CheckpointError(f"{path or 'the model'}: {error}") from None
         self._record = record
 
     # -- what an engine implements -----------------------------------------------------------
@@ -101,22 +110,22 @@ class BaseTranslator(ABC):
     @property
     def source_language(self) -> str | None:
         """The source language code of the run's corpus ("en", "de", ...), when known."""
-        return (self.config or {}).get("data", {}).get("src_lang")
+        return self.run_config.data.src_lang if self.run_config is not None else None
 
     @property
     def target_language(self) -> str | None:
         """The target language code of the run's corpus, when known."""
-        return (self.config or {}).get("data", {}).get("tgt_lang")
+        return self.run_config.data.tgt_lang if self.run_config is not None else None
 
     @functools.cached_property
     def record(self) -> TrainingRecord | None:
         """What the model saw in training (:mod:`minitrans.inference.coverage`); for a checkpoint
         written before records existed, rebuilt from the run's configuration where that is
         possible offline (the embedded corpus), else None: coverage unknown."""
-        if self._record is None and self.config is not None:
+        if self._record is None and self.run_config is not None:
             from minitrans.inference.coverage import rebuild_record
 
-            return rebuild_record(self.config)  # cached in this machine's cache, not the config's
+            return rebuild_record(self.run_config.data)
         return self._record
 
     def keep_case(self) -> None:

@@ -19,10 +19,14 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from minitrans.core.languages import language_name  # re-exported: callers import it from here
+
+if TYPE_CHECKING:
+    from minitrans.core.config import DataConfig
 
 MAX_FORMS = 50_000  # Multi30k English has ~10k forms: this keeps every one of a corpus that size
 MAX_REBUILT_PAIRS = 100_000  # a record is rebuilt from a generated corpus of at most this many pairs (seconds)
@@ -192,22 +196,17 @@ def check_recorded_split(record: TrainingRecord | None, split: str, sources: lis
         raise ValueError(problem)
 
 
-def rebuild_record(config: dict, cache_dir: str | Path | None = None) -> TrainingRecord | None:
+def rebuild_record(data: DataConfig) -> TrainingRecord | None:
     """The record of a checkpoint written before records existed, rebuilt from its run's
-    configuration when its training corpus can be had offline in seconds: the embedded corpus of
-    at most ``MAX_REBUILT_PAIRS`` pairs (regenerated from its seed; cached in ``cache_dir``).
+    data configuration when its training corpus can be had offline in seconds: the embedded corpus
+    of at most ``MAX_REBUILT_PAIRS`` pairs (regenerated from its seed; cached in ``data.cache_dir``).
     None otherwise."""
-    from minitrans.core.config import DataConfig, local_cache_dir
     from minitrans.data.corpus import load_split
 
-    cache_dir = local_cache_dir() if cache_dir is None else cache_dir
-    data = config.get("data") if isinstance(config, dict) else None
-    if not isinstance(data, dict):
-        return None
-    data = {**data, "cache_dir": str(cache_dir)}  # the saved config chooses no path of ours
-    if data.get("name") != "generated" or data.get("num_train", 0) > MAX_REBUILT_PAIRS:
+    if data.name != "generated" or data.num_train > MAX_REBUILT_PAIRS:
         return None  # not to be had offline, or not in seconds (up to 10M pairs: minutes before one sentence)
-    what = {k: v for k, v in data.items() if k != "cache_dir"}
+    cache_dir = data.cache_dir
+    what = {k: v for k, v in asdict(data).items() if k != "cache_dir"}
     key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
     cache = Path(cache_dir).expanduser() / "records" / f"{key}.json" if cache_dir else None
     if cache is not None and cache.is_file():
@@ -216,10 +215,10 @@ def rebuild_record(config: dict, cache_dir: str | Path | None = None) -> Trainin
         except (ValueError, TypeError):
             pass  # a damaged cache entry is rebuilt
     try:
-        sources, _, _ = load_split(DataConfig(**data), "train")  # data holds our cache_dir
+        sources, _, _ = load_split(data, "train")
     except (TypeError, ValueError, OSError):
         return None
-    record = TrainingRecord.from_sentences(sources, data["src_lang"], data["tgt_lang"], "generated")
+    record = TrainingRecord.from_sentences(sources, data.src_lang, data.tgt_lang, "generated")
     record = TrainingRecord(**{**record.__dict__, "is_rebuilt": True})
     if cache is not None:
         try:

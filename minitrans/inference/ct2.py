@@ -3,8 +3,9 @@
 :class:`Ct2Translator` is the second engine of the translator protocol
 (:mod:`minitrans.inference.base`: ``translate``, ``translate_nbest``, ``translate_encoded``,
 ``encode``, ``decode``, ``config``) with the same input policies, the search done by
-CTranslate2's C++ engine; forced scoring and attention maps need the PyTorch checkpoint. :func:`load_translator` picks the engine by what a path
-holds: an exported folder (it has ``minitrans.json``) or a checkpoint / run folder.
+CTranslate2's C++ engine; forced scoring and attention maps need the PyTorch checkpoint. :func:`minitrans.inference.loading.load_translator`
+picks the engine by what a path holds: an exported folder (it has ``minitrans.json``) or a
+checkpoint / run folder.
 
 The search is made to be ours, so that both engines give the same output:
 
@@ -38,7 +39,6 @@ from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import Hypothesis, length_limits, length_normalizer
 from minitrans.inference.scoring import hard_alignment
-from minitrans.inference.translator import Translator
 
 METADATA = "minitrans.json"  # marks an exported folder
 INSTALL_HINT = "pip install 'minitrans[export]' (or: pip install ctranslate2)"
@@ -61,13 +61,6 @@ def import_ctranslate2():
 def is_exported(path: str | Path) -> bool:
     """True for a folder written by the exporter (it holds ``minitrans.json``)."""
     return (Path(path) / METADATA).is_file()
-
-
-def load_translator(path: str | Path, device: str | torch.device = "auto", **engine_options):
-    """A :class:`Ct2Translator` for an exported folder, else ``Translator.from_checkpoint``."""
-    if is_exported(path):
-        return Ct2Translator.from_folder(path, device, **engine_options)
-    return Translator.from_checkpoint(path, device)
 
 
 def _reason(error: Exception) -> str:
@@ -194,4 +187,4 @@ class Ct2Translator(BaseTranslator):
         return alignments
 
 
-__all__ = ["METADATA", "Ct2Error", "Ct2Translator", "import_ctranslate2", "is_exported", "load_translator"]
+__all__ = ["METADATA", "Ct2Error", "Ct2Translator", "import_ctranslate2", "is_exported"]

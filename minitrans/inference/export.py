@@ -181,7 +181,7 @@ def export_ctranslate2(
     ctranslate2 = import_ctranslate2()
     from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
 
-    from minitrans.core.checkpoint import resolve_checkpoint
+    from minitrans.core.checkpoint_folder import resolve_checkpoint
     from minitrans.inference.translator import Translator
 
     if quantization is not None and quantization not in ACCEPTED_MODEL_TYPES:

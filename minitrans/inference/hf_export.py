@@ -11,9 +11,9 @@ The folder holds:
     README.md            the model card in the Hub's format (:mod:`minitrans.inference.hub_card`)
     summary.json         the run's scores and data report (when the run has one)
 
-:func:`load_pretrained` (``Translator.from_pretrained``, and every script given such a folder)
-reads it back with ``safetensors`` and JSON only: no ``torch.load``. ``--push-to-hub`` hands the
-folder to ``huggingface_hub.upload_folder``. The safe-replacement rules of the CTranslate2
+``Translator.from_pretrained`` (and every script given such a folder) reads it back with
+``safetensors`` and JSON only, no ``torch.load`` (:mod:`minitrans.inference.hf_folder`).
+``--push-to-hub`` hands the folder to ``huggingface_hub.upload_folder``. The safe-replacement rules of the CTranslate2
 export hold here too (:func:`minitrans.inference.export.check_replaceable`).
 """
 
@@ -21,43 +21,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import torch
-
-from minitrans.core.textio import check_regular_file, read_json
-from minitrans.inference.export import (
-    ExportError,
-    check_replaceable,
-    shareable_config,
-    shareable_source,
-    staged_export,
-)
-
-if TYPE_CHECKING:
-    from minitrans.inference.translator import Translator
-
-HF_FORMAT = "minitrans-hf"  # config.json's "format": marks a folder this module wrote
-HF_VERSION = 1
-WEIGHTS = "model.safetensors"
-CONFIG = "config.json"
-RECORD = "training_data.json"
-CARD = "README.md"
-SUMMARY = "summary.json"  # the run's record (scores, data report), as the run folder has it
-
-
-def _folder(path: str | Path) -> Path:
-    path = Path(path)
-    return path.parent if path.name == WEIGHTS else path  # FOLDER/model.safetensors names the folder too
-
-
-def is_hf_export(path: str | Path) -> bool:
-    """True for a folder :func:`export_hf` wrote, or its model.safetensors (config.json says so)."""
-    try:
-        config = read_json(_folder(path) / CONFIG)
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and config.get("format") == HF_FORMAT
+from minitrans.core.checkpoint_folder import resolve_checkpoint
+from minitrans.inference.export import ExportError, check_replaceable, shareable_config, shareable_source, staged_export
+from minitrans.inference.hf_folder import CARD, CONFIG, HF_FORMAT, HF_VERSION, RECORD, SUMMARY, WEIGHTS
+from minitrans.inference.hub_card import hub_card
+from minitrans.inference.model_card import find_summary
+from minitrans.inference.translator import Translator
 
 
 def export_hf(
@@ -67,11 +37,6 @@ def export_hf(
     folder and the loaded translator. An existing ``out_dir`` is replaced only with ``force``,
     and only when it is empty or an earlier export."""
     from safetensors.torch import save_file
-
-    from minitrans.core.checkpoint import resolve_checkpoint
-    from minitrans.inference.hub_card import hub_card
-    from minitrans.inference.model_card import find_summary
-    from minitrans.inference.translator import Translator
 
     checkpoint = resolve_checkpoint(checkpoint)
     out_dir = check_replaceable(out_dir, force, keep=checkpoint)
@@ -107,51 +72,6 @@ def export_hf(
     return out_dir, translator
 
 
-def _object(values: object, key: str, where: str) -> dict:
-    """``values[key]``, which must be a JSON object (ValueError naming ``where`` otherwise)."""
-    if not isinstance(values, dict) or not isinstance(values.get(key), dict):
-        found = type(values.get(key)).__name__ if isinstance(values, dict) else type(values).__name__
-        raise ValueError(f"{where}: {key!r} must be an object, not {found}")
-    return values[key]
-
-
-def load_pretrained(path: str | Path, device: str | torch.device = "auto") -> Translator:
-    """The translator of a folder :func:`export_hf` wrote: weights through safetensors, the
-    rest from JSON and SentencePiece files (no pickle is read). Raises CheckpointError."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    from minitrans.core.checkpoint import CheckpointError
-    from minitrans.core.config import model_from_dict
-    from minitrans.core.utils import pick_device
-    from minitrans.data.tokenizer import Tokenizer
-    from minitrans.inference.coverage import TrainingRecord
-    from minitrans.inference.translator import Translator
-    from minitrans.models.build import build_model_for_weights
-
-    path = _folder(path)
-    device = pick_device(device) if isinstance(device, str) else device
-    if not is_hf_export(path):
-        raise CheckpointError(f"{path} is not a folder written by export.py --to hf (no {CONFIG} of {HF_FORMAT})")
-    try:
-        run_config = _object(read_json(path / CONFIG), "config", CONFIG)
-        model_cfg = model_from_dict(_object(run_config, "model", f"{CONFIG}'s config"))
-        tokenizer = Tokenizer.load(path)
-        check_regular_file(path / WEIGHTS)  # load_file maps it: a FIFO or /dev/zero must not get there
-        weights = load_file(str(path / WEIGHTS))  # tensors only: nothing in the file is executed
-        model = build_model_for_weights(model_cfg, tokenizer, weights)
-        model.load_state_dict(weights)
-        record_file = path / RECORD
-        state = read_json(record_file) if record_file.exists() else None
-        if state is not None and not isinstance(state, dict):
-            raise ValueError(f"{RECORD} holds a {type(state).__name__}, not an object")
-        record = TrainingRecord.from_state(state) if state else None
-    except (OSError, KeyError, TypeError, ValueError, AttributeError, RuntimeError, SafetensorError) as error:
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise CheckpointError(f"{path} does not hold a usable model ({type(error).__name__}: {reason})") from None
-    return Translator(model.to(device).eval(), tokenizer, model_cfg.max_len, device, run_config, record, path / WEIGHTS)
-
-
 def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
     """Create (if needed) the model repository ``repo_id`` on the Hub and upload ``folder`` to
     it with ``huggingface_hub.upload_folder``; returns the commit's URL."""
@@ -167,14 +87,4 @@ def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, token: 
     return str(getattr(commit, "commit_url", commit))
 
 
-__all__ = [
-    "CARD",
-    "CONFIG",
-    "HF_FORMAT",
-    "RECORD",
-    "WEIGHTS",
-    "export_hf",
-    "is_hf_export",
-    "load_pretrained",
-    "push_to_hub",
-]
+__all__ = ["export_hf", "push_to_hub"]

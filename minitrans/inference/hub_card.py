@@ -67,16 +67,24 @@ def _results(src: str, tgt: str, test_split: str, scores: dict, corpus: str) -> 
     return lines
 
 
+def _sizes(model) -> str:
+    """The model's shape in words: width, heads and layers of a Transformer, an RNN's layers."""
+    if model.kind == "transformer":
+        layers = f"{model.num_encoder_layers}+{model.num_decoder_layers}"
+        return f"d_model {model.d_model}, {model.num_heads} heads, {layers} layers"
+    return f"{model.num_layers} GRU layers of {model.d_hidden} units"
+
+
 def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> str:
     """The README.md of a shared folder for the model ``translator`` loaded from ``checkpoint``."""
-    config = shareable_config(translator.config) or {}  # what the folder says: none of our paths
-    data, model = config.get("data", {}), config.get("model", {})
-    src, tgt = data.get("src_lang", "?"), data.get("tgt_lang", "?")
-    corpus = data.get("path") or data.get("root") or data.get("name", "?")
+    data, model = translator.run_config.data, translator.run_config.model  # a checkpoint always has one
+    src, tgt = data.src_lang, data.tgt_lang
+    shared = shareable_config({"data": {"root": data.root, "path": data.path}})["data"]  # none of our paths
+    corpus = shared["path"] or shared["root"] or data.name
     found = find_summary(checkpoint)
     summary = found[0] if found is not None else {}
     test = summary.get("test") or {}
-    split = (data.get("test_splits") or ["test"])[0]
+    split = (data.test_splits or ["test"])[0]
     front = [
         "---",
         "language:",  # every value as a quoted string: a newline or colon in one cannot add keys
@@ -88,7 +96,7 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
         "tags:",
         "- translation",
         "- minitrans",
-        f"- {_yaml(str(model.get('kind', 'transformer')))}",
+        f"- {_yaml(model.kind)}",
     ]
     if test:
         front += _results(src, tgt, split, test, str(corpus))
@@ -98,15 +106,14 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
         "",
         f"# minitrans {pair} ({src}→{tgt})",
         "",
-        f"A {model.get('kind', 'transformer')} trained from scratch with minitrans (an encoder-decoder "
-        f"Transformer in PyTorch): {count_parameters(translator.model):,} parameters, d_model {model.get('d_model', '?')}, "
-        f"{model.get('num_heads', '?')} heads, {model.get('num_encoder_layers', '?')}+"
-        f"{model.get('num_decoder_layers', '?')} layers; subwords from SentencePiece "
+        f"A {model.kind} trained from scratch with minitrans (an encoder-decoder "
+        f"Transformer in PyTorch): {count_parameters(translator.model):,} parameters, {_sizes(model)}; "
+        "subwords from SentencePiece "
         f"({'one joint vocabulary' if translator.tokenizer.is_joint else 'one vocabulary per language'}).",
         "",
         "## Training data",
         "",
-        f"Corpus: `{corpus}` ({data.get('name', '?')})"
+        f"Corpus: `{corpus}` ({data.name})"
         + (f", {translator.record.num_pairs:,} training pairs" if translator.record is not None else "")
         + ". Its record (source word counts, used to warn about unseen words) is `training_data.json`.",
     ]

@@ -33,16 +33,18 @@ def find_summary(checkpoint: Path | None) -> tuple[dict, Path] | None:
     return None
 
 
-def _model_line(config: dict, params: int | None) -> str:
-    model = config.get("model", {})
-    kind = model.get("kind", "model")
-    if kind == "transformer":
+def _model_line(model, params: int | None) -> str:
+    """``model``: the run's model configuration, None when unknown."""
+    kind = model.kind if model is not None else "model"
+    if model is None:
+        shape = "? GRU layers of ? units"
+    elif kind == "transformer":
         shape = (
-            f"d_model {model.get('d_model')}, {model.get('num_heads')} heads, "
-            f"{model.get('num_encoder_layers')}+{model.get('num_decoder_layers')} layers"
+            f"d_model {model.d_model}, {model.num_heads} heads, "
+            f"{model.num_encoder_layers}+{model.num_decoder_layers} layers"
         )
     else:
-        shape = f"{model.get('num_layers', '?')} GRU layers of {model.get('d_hidden', '?')} units"
+        shape = f"{model.num_layers} GRU layers of {model.d_hidden} units"
     count = f"{params:,} parameters" if params is not None else "a CTranslate2 export"
     return f"{kind}, {count} ({shape})"
 
@@ -50,17 +52,17 @@ def _model_line(config: dict, params: int | None) -> str:
 def model_card(translator: BaseTranslator, location: str | Path | None = None) -> str:
     """The card of a loaded model; ``location`` names it when it was not loaded from a
     checkpoint file (a CTranslate2 export)."""
-    config = translator.config or {}
-    data = config.get("data", {})
-    src, tgt = data.get("src_lang", "?"), data.get("tgt_lang", "?")
+    config = translator.run_config
+    data = config.data if config is not None else None
+    src, tgt = (data.src_lang, data.tgt_lang) if data is not None else ("?", "?")
     record = translator.record
     model = getattr(translator, "model", None)  # a CTranslate2 export has no PyTorch model
     lines = [
         f"checkpoint: {translator.path or location}",
         f"languages:  {language_name(src)} → {language_name(tgt)} ({src}→{tgt})",
-        f"model:      {_model_line(config, count_parameters(model) if model is not None else None)}",
+        f"model:      {_model_line(config.model if config is not None else None, count_parameters(model) if model is not None else None)}",
     ]
-    corpus = data.get("name", "?")
+    corpus = data.name if data is not None else "?"
     note = CORPUS_NOTES.get(corpus, corpus)
     if record is not None:
         rebuilt = ", rebuilt from the run's configuration" if record.is_rebuilt else ""
@@ -79,7 +81,7 @@ def model_card(translator: BaseTranslator, location: str | Path | None = None) -
     if found is not None:
         summary, path = found
         test = summary.get("test") or {}
-        split = (data.get("test_splits") or ["test"])[0]
+        split = ((data.test_splits if data is not None else None) or ["test"])[0]
         if "bleu" in test:
             lines.append(
                 f"test BLEU:  {test['bleu']:.2f} (chrF {test.get('chrf', float('nan')):.2f}) on {split}"

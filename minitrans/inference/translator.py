@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from minitrans.core.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.checks import first_line
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.utils import eval_mode
@@ -29,6 +30,7 @@ from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import Hypothesis, search
+from minitrans.inference.hf_folder import is_hf_export, read_hf_folder
 from minitrans.inference.scoring import ForcedScore, force_decode
 from minitrans.models.interface import AttentionMaps, Seq2SeqModel
 
@@ -87,7 +89,6 @@ class Translator(BaseTranslator):
         unusable checkpoint raises CheckpointError."""
         from minitrans.core.config import model_from_dict
         from minitrans.core.utils import pick_device
-        from minitrans.inference.hf_export import is_hf_export
         from minitrans.models.build import build_model_for_weights
 
         if is_hf_export(path):  # scripts/export.py --to hf: safetensors, no pickle
@@ -110,9 +111,12 @@ class Translator(BaseTranslator):
     def from_pretrained(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
         """Load a folder written by ``scripts/export.py RUN --to hf DIR`` (safetensors weights,
         no ``torch.load``); raises CheckpointError."""
-        from minitrans.inference.hf_export import load_pretrained
+        from minitrans.core.utils import pick_device
 
-        return load_pretrained(path, device)
+        device = pick_device(device) if isinstance(device, str) else device
+        folder = read_hf_folder(path)
+        model = folder.model.to(device).eval()
+        return cls(model, folder.tokenizer, folder.max_len, device, folder.run_config, folder.record, folder.weights)
 
     # -- search ------------------------------------------------------------------------------
     @torch.no_grad()

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from minitrans.core.checkpoint import CheckpointError, Checkpoints, average_state_dicts, load_checkpoint
+from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint
+from minitrans.core.checkpoint_folder import CheckpointFolder
 from minitrans.core.config import EVALUATION_ONLY, normalized_model
 
 DERIVED = ("d_k", "d_v", "d_attention")  # model keys the config fills in from others (d_k = d_model / heads)
@@ -53,10 +54,10 @@ def check_output(inputs: Sequence[str | Path], output: str | Path) -> None:
         same = target == path.resolve() or (output.exists() and path.exists() and output.samefile(path))
         if same:
             raise CheckpointError(f"-o {output}: it is one of the checkpoints to average; name a new file")
-    owned = target.name in Checkpoints.PREFERENCE or target.match(Checkpoints.STEP_PATTERN)
-    if owned and (target.parent.name == "checkpoints" or (target.parent / Checkpoints.LAST).is_file()):
+    owned = target.name in CheckpointFolder.PREFERENCE or target.match(CheckpointFolder.STEP_PATTERN)
+    if owned and (target.parent.name == "checkpoints" or (target.parent / CheckpointFolder.LAST).is_file()):
         raise CheckpointError(
-            f"-o {output}: {target.name} belongs to the run in {Checkpoints.run_folder_of(target)} "
+            f"-o {output}: {target.name} belongs to the run in {CheckpointFolder.run_folder_of(target)} "
             "(its training writes it); name a file outside the run's checkpoints/ (e.g. RUN/avg.pt)"
         )
 

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 import datasets
 import torch
 
+from minitrans.core.config import TrainConfig
 from minitrans.core.decoding_options import DecodingOptions
-from minitrans.core.metrics import bleu_by_length, bleu_settings, corpus_scores, keeps_cjk_spaces
+from minitrans.core.metrics import bleu_by_length, corpus_scores
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.inference.translator import Translator
@@ -19,6 +20,20 @@ from minitrans.runs.sharing import ALONE, Share
 
 
 @torch.no_grad()
+def bleu_settings(config: TrainConfig | None) -> tuple[str | None, str | None]:
+    """The target language (``data.tgt_lang``) and named tokenizer (``trainer.bleu_tokenize``)
+    of a run's configuration (a translator's ``run_config``); (None, None) when unknown."""
+    if config is None:
+        return None, None
+    return config.data.tgt_lang, config.trainer.bleu_tokenize
+
+
+def keeps_cjk_spaces(config: TrainConfig | None) -> bool:
+    """``trainer.bleu_keep_spaces`` of a run's configuration (False when unknown): score a
+    pre-segmented Japanese or Chinese target with its spaces."""
+    return config is not None and config.trainer.bleu_keep_spaces
+
+
 def validation_losses(
     model: Seq2SeqModel,
     split: datasets.Dataset,
@@ -113,7 +128,7 @@ def evaluate_split(
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
     if not share.is_main:
         return {}, hypotheses
-    (tgt_lang, tokenize), keep = bleu_settings(translator.config), keeps_cjk_spaces(translator.config)
+    (tgt_lang, tokenize), keep = bleu_settings(translator.run_config), keeps_cjk_spaces(translator.run_config)
     scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize, keep)
     if "seen_in_train" in rows.column_names:
         scores |= unseen_scores(hypotheses, rows["tgt"], rows["seen_in_train"], tgt_lang, tokenize, keep)

@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf import struct_pb2
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
@@ -171,45 +174,66 @@ def log_alignment(writer: SummaryWriter, report: AlignmentReport, step: int) -> 
     writer.add_image("alignment/aer_by_head", figure_to_array(fig), step, dataformats="HWC")
 
 
+TRANSFORMER = ("transformer",)
+RNNS = ("rnn", "rnn_attention")
+
+
+@dataclass(frozen=True)
+class HParam:
+    """One hyper-parameter of the HPARAMS view: its column name, how a run's configuration
+    (``cfg``), parameter count and summary give its value, the model kinds it applies to (all
+    when None), and how TensorBoard shows it."""
+
+    name: str
+    read: Callable[[Any, int, RunSummary], Any]
+    kinds: tuple[str, ...] | None = None
+    is_key: bool = False  # one of the five HPARAMS shows by default
+    is_float: bool = False  # real-valued; the rest go in as text (see _hparam_value)
+    domain: tuple[str, ...] = ()  # the values of a discrete one
+
+
+# Every hyper-parameter any model kind logs, each listed once: one fixed list for all kinds, so a
+# sweep mixing Transformers and RNNs has one set of columns whichever run's experiment summary
+# TensorBoard reads. HPARAMS sorts them by name and shows five by default, those marked as
+# differing first: the key ones are marked so, and are the five shown.
+HPARAMS = (
+    HParam("model", lambda cfg, n, s: cfg.model.kind, is_key=True, domain=("rnn", "rnn_attention", "transformer")),
+    HParam("num_heads", lambda cfg, n, s: cfg.model.num_heads, TRANSFORMER, is_key=True),
+    HParam("d_k", lambda cfg, n, s: cfg.model.d_k, TRANSFORMER, is_key=True),
+    HParam("d_model", lambda cfg, n, s: cfg.model.d_model, TRANSFORMER, is_key=True),
+    HParam("params", lambda cfg, n, s: n, is_key=True),
+    HParam("d_v", lambda cfg, n, s: cfg.model.d_v, TRANSFORMER),
+    HParam("d_ff", lambda cfg, n, s: cfg.model.d_ff, TRANSFORMER),
+    HParam("encoder_layers", lambda cfg, n, s: cfg.model.num_encoder_layers, TRANSFORMER),
+    HParam("decoder_layers", lambda cfg, n, s: cfg.model.num_decoder_layers, TRANSFORMER),
+    HParam("norm_first", lambda cfg, n, s: cfg.model.norm_first, TRANSFORMER, domain=("false", "true")),
+    HParam("d_embed", lambda cfg, n, s: cfg.model.d_embed, RNNS),
+    HParam("d_hidden", lambda cfg, n, s: cfg.model.d_hidden, RNNS),
+    HParam("layers", lambda cfg, n, s: cfg.model.num_layers, RNNS),
+    HParam("bidirectional", lambda cfg, n, s: cfg.model.bidirectional, RNNS, domain=("false", "true")),
+    HParam("d_attention", lambda cfg, n, s: cfg.model.d_attention, ("rnn_attention",)),
+    HParam("dropout", lambda cfg, n, s: cfg.model.dropout, is_float=True),
+    HParam("lr", lambda cfg, n, s: cfg.trainer.lr, is_float=True),
+    HParam("warmup_steps", lambda cfg, n, s: cfg.trainer.warmup_steps),
+    HParam("batch_tokens", lambda cfg, n, s: cfg.trainer.batch_tokens),
+    HParam("max_steps", lambda cfg, n, s: cfg.trainer.max_steps),
+    HParam("steps", lambda cfg, n, s: s.steps or 0),
+    HParam("label_smoothing", lambda cfg, n, s: cfg.trainer.label_smoothing, is_float=True),
+    HParam("vocab_size", lambda cfg, n, s: cfg.data.vocab_size),
+    HParam("data", lambda cfg, n, s: cfg.data.name),
+    HParam("seed", lambda cfg, n, s: cfg.seed),
+    HParam("name", lambda cfg, n, s: s.name or cfg.model.kind),
+)
+HPARAM_NAMES = tuple(h.name for h in HPARAMS)
+KEY_HPARAMS = tuple(h.name for h in HPARAMS if h.is_key)
+
+
 def run_hparams(cfg, num_params: int, summary: RunSummary) -> dict:
     """The hyper-parameters a run is compared by; only those that apply to its model kind."""
-    model, trainer, data = cfg.model, cfg.trainer, cfg.data
-    values = {
-        "name": summary.name or model.kind,
-        "model": model.kind,
-        "params": num_params,
-        "data": data.name,
-        "vocab_size": data.vocab_size,
-        "max_steps": trainer.max_steps,
-        "steps": summary.steps or 0,
-        "batch_tokens": trainer.batch_tokens,
-        "lr": trainer.lr,
-        "warmup_steps": trainer.warmup_steps,
-        "dropout": model.dropout,
-        "label_smoothing": trainer.label_smoothing,
-        "seed": cfg.seed,
+    kind = cfg.model.kind
+    return {
+        h.name: _hparam_value(h.read(cfg, num_params, summary)) for h in HPARAMS if h.kinds is None or kind in h.kinds
     }
-    if model.kind == "transformer":
-        values |= {
-            "num_heads": model.num_heads,
-            "d_k": model.d_k,
-            "d_v": model.d_v,
-            "d_model": model.d_model,
-            "d_ff": model.d_ff,
-            "encoder_layers": model.num_encoder_layers,
-            "decoder_layers": model.num_decoder_layers,
-            "norm_first": model.norm_first,
-        }
-    else:
-        values |= {
-            "d_embed": model.d_embed,
-            "d_hidden": model.d_hidden,
-            "layers": model.num_layers,
-            "bidirectional": model.bidirectional,
-        }
-        if model.kind == "rnn_attention":
-            values["d_attention"] = model.d_attention
-    return {key: _hparam_value(value) for key, value in values.items()}
 
 
 def _hparam_value(value):
@@ -218,46 +242,6 @@ def _hparam_value(value):
     if isinstance(value, bool):
         return str(value).lower()
     return str(value) if isinstance(value, int) else value
-
-
-# Every hyper-parameter any model kind logs: one fixed list for all kinds, so a sweep mixing
-# Transformers and RNNs has one set of columns whichever run's experiment summary TensorBoard
-# reads. HPARAMS sorts them by name and shows five by default, those marked as differing
-# first: KEY_HPARAMS are marked so, and are the five shown.
-HPARAM_NAMES = (
-    "model",
-    "num_heads",
-    "d_k",
-    "d_model",
-    "params",
-    "d_v",
-    "d_ff",
-    "encoder_layers",
-    "decoder_layers",
-    "norm_first",
-    "d_embed",
-    "d_hidden",
-    "layers",
-    "bidirectional",
-    "d_attention",
-    "dropout",
-    "lr",
-    "warmup_steps",
-    "batch_tokens",
-    "max_steps",
-    "steps",
-    "label_smoothing",
-    "vocab_size",
-    "data",
-    "seed",
-    "name",
-)
-KEY_HPARAMS = ("model", "num_heads", "d_k", "d_model", "params")
-FLOAT_HPARAMS = ("dropout", "lr", "label_smoothing")  # the real-valued ones; the rest are text
-DISCRETE = {
-    "model": ["rnn", "rnn_attention", "transformer"],
-    **{k: ["false", "true"] for k in ("norm_first", "bidirectional")},
-}
 
 
 def final_metrics(summary: RunSummary) -> dict[str, tuple[float, str]]:
@@ -288,19 +272,19 @@ def _plugin_summary(tag: str, data: plugin_data_pb2.HParamsPluginData) -> Summar
 
 
 def experiment_summary(metrics: dict[str, tuple[float, str]]) -> Summary:
-    """HPARAMS' experiment: every hyper-parameter of :data:`HPARAM_NAMES` and the final metrics.
+    """HPARAMS' experiment: every hyper-parameter of :data:`HPARAMS` and the final metrics.
 
     Written explicitly because TensorBoard's own guess fails when ``--logdir`` is the run
     folder itself: the run is then called ".", and the metric it infers looks for run "./."
     (empty metric columns). Naming each metric with an empty group points it at the session's
     own run, whichever folder is the logdir."""
     infos = []
-    for name in HPARAM_NAMES:
-        info = api_pb2.HParamInfo(name=name, differs=name in KEY_HPARAMS, type=api_pb2.DATA_TYPE_FLOAT64)
-        if name in DISCRETE:
+    for h in HPARAMS:
+        info = api_pb2.HParamInfo(name=h.name, differs=h.is_key, type=api_pb2.DATA_TYPE_FLOAT64)
+        if h.domain:
             info.type = api_pb2.DATA_TYPE_STRING
-            info.domain_discrete.values.extend(struct_pb2.Value(string_value=v) for v in DISCRETE[name])
-        elif name not in FLOAT_HPARAMS:  # text: integers read as integers (see _hparam_value)
+            info.domain_discrete.values.extend(struct_pb2.Value(string_value=v) for v in h.domain)
+        elif not h.is_float:  # text: integers read as integers (see _hparam_value)
             info.type = api_pb2.DATA_TYPE_STRING
         infos.append(info)
     metric_infos = [
@@ -334,6 +318,8 @@ def log_hparams(writer: SummaryWriter, cfg, num_params: int, summary: RunSummary
 
 __all__ = [
     "FINAL",
+    "HParam",
+    "HPARAMS",
     "HPARAM_NAMES",
     "KEY_HPARAMS",
     "NO_ATTENTION",

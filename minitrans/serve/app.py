@@ -51,7 +51,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from minitrans.core.checkpoint import Checkpoints, resolve_checkpoint
+from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.coverage import language_name
 from minitrans.inference.lines import LineResult, translate_lines
@@ -94,7 +94,7 @@ class ServedModel:
         """Load a run folder, ``.pt`` file or shared folder (CheckpointError if unusable) and look at its attention
         by running it once on an empty sentence."""
         translator = Translator.from_checkpoint(path, device)
-        kind = (translator.config or {}).get("model", {}).get("kind", type(translator.model).__name__)
+        kind = translator.run_config.model.kind if translator.run_config else type(translator.model).__name__
         maps = translator.attention_maps([translator.tokenizer.eos_id], [])
         shapes = {k: {"layers": len(layers), "heads": int(layers[0].shape[0])} for k, layers in maps.items() if layers}
         gold = CorpusGold.of(translator) if "cross" in shapes else None
@@ -138,7 +138,7 @@ def run_name(path: str | Path) -> str:
     if is_hf_export(path):
         return (path if path.is_dir() else path.parent).name
     checkpoint = resolve_checkpoint(path)
-    folder = Checkpoints.run_folder_of(checkpoint)
+    folder = CheckpointFolder.run_folder_of(checkpoint)
     return folder.name if path.is_dir() or checkpoint.stem in ("best", "last", "averaged") else checkpoint.stem
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minitrans.core.config import loaded_data_config
 from minitrans.inference.translator import Translator, sentence_tokens
 from minitrans.runs.alignment import GoldAlignment, gold_cells, gold_split, measure_alignment
 
@@ -29,10 +28,9 @@ class CorpusGold:
     def of(cls, translator: Translator) -> CorpusGold | None:
         """The gold of the corpus a checkpoint trained on; None for any corpus but the
         generated one, or a checkpoint whose data config cannot be read."""
-        try:
-            data = loaded_data_config(translator.config)
-        except (KeyError, TypeError, ValueError):
+        if translator.run_config is None:
             return None
+        data = translator.run_config.data
         rows = gold_split(data, GOLD_SPLIT)
         if rows is None:
             return None

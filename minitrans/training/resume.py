@@ -13,11 +13,12 @@ from pathlib import Path
 
 import torch
 
-from minitrans.core.checkpoint import CheckpointError, Checkpoints, load_checkpoint
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import EVALUATION_ONLY, TrainConfig, TrainerConfig, normalized_model
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.training import distributed
+from minitrans.training.checkpoints import Checkpoints
 
 AFRESH = "to start afresh: trainer.resume=false or a new run folder"
 

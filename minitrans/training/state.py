@@ -1,9 +1,11 @@
-"""What a training run is at any moment, and how it comes back from a checkpoint.
+"""What a training run is at any moment, what its checkpoints hold, and how it comes back.
 
 :class:`TrainState` is the loop's position (step, epoch, batch within the epoch, best BLEU,
-counters); a training checkpoint holds it beside the weights, optimizer, schedule and every
-rank's random generators, and :func:`restore_training` puts all of them back, refusing
-anything malformed with one :class:`~minitrans.core.checkpoint.CheckpointError` line.
+counters); :func:`checkpoint_payload` is what a checkpoint holds (the one builder: the trainer's
+and the tests' checkpoints alike): weights, configuration and tokenizer, and for a training
+checkpoint the optimizer, schedule and loop position beside them (the trainer adds every rank's
+random generators). :func:`restore_training` puts all of them back, refusing anything malformed
+with one :class:`~minitrans.core.checkpoint.CheckpointError` line.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -24,6 +27,11 @@ from minitrans.core.utils import set_rng_state
 from minitrans.training.distributed import DistInfo
 from minitrans.training.resume import AFRESH
 from minitrans.training.step import load_optimizer_state
+
+if TYPE_CHECKING:
+    from minitrans.core.config import TrainConfig
+    from minitrans.data.tokenizer import Tokenizer
+    from minitrans.inference.coverage import TrainingRecord
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +65,43 @@ class TrainState:
     bad_steps: int = 0  # consecutive non-finite steps
     skipped_steps: int = 0
     train_seconds: float = 0.0
+
+
+def checkpoint_payload(
+    cfg: TrainConfig,
+    tokenizer: Tokenizer,
+    model: torch.nn.Module,
+    step: int = 0,
+    record: TrainingRecord | None = None,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    state: TrainState | None = None,
+    world_size: int | None = None,
+) -> dict:
+    """What a checkpoint holds, in the order it is written: the run's configuration, tokenizer,
+    weights and step, the record of the training data when there is one (translate.py warns and
+    ``--info`` reports from it), and with ``optimizer`` the training state (schedule, loop
+    position, number of processes) that resuming needs; all four or none of those."""
+    payload = {
+        "config": asdict(cfg),
+        "tokenizer": tokenizer.to_state(),
+        "model": model.state_dict(),
+        "step": step,
+    }
+    if record is not None:
+        payload["training_data"] = record.to_state()
+    training = (optimizer, scheduler, state, world_size)
+    if any(part is not None for part in training):
+        if any(part is None for part in training):
+            raise ValueError("a training checkpoint needs the optimizer, scheduler, state and world_size together")
+        payload |= {
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "state": asdict(state),
+            "world_size": world_size,
+        }
+    return payload
 
 
 def crash_after(step: int) -> Callable[[TrainState], None]:
@@ -112,4 +157,4 @@ def _checked_state(values: dict) -> TrainState:
     return state
 
 
-__all__ = ["TrainState", "TrainingError", "TrainingStopped", "crash_after", "restore_training"]
+__all__ = ["TrainState", "TrainingError", "TrainingStopped", "checkpoint_payload", "crash_after", "restore_training"]

@@ -116,7 +116,6 @@ def train_step(
     loss_scale: float,
     label_smoothing: float,
     clip_grad_norm: float,
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     autocast_dtype: torch.dtype | None = None,
     reduce_loss: Callable[[Tensor], Tensor] = _no_reduction,
 ) -> Tensor | None:
@@ -128,7 +127,8 @@ def train_step(
     or of the global batch when ``batch`` is one rank's share) before ``backward``.
     ``reduce_loss`` turns this process's scaled loss into the batch's mean (e.g. a sum over
     ranks). Returns that mean, a 0-d float tensor, or None when it or the gradient norm was not
-    finite: then nothing is updated and the gradients are cleared.
+    finite: then nothing is updated and the gradients are cleared. The learning-rate schedule is
+    the caller's to step (the trainer steps it once its ranks agree on the training time).
     """
     model.train()
     precision = (
@@ -149,8 +149,6 @@ def train_step(
         optimizer.zero_grad(set_to_none=True)
         return None
     optimizer.step()
-    if scheduler is not None:
-        scheduler.step()
     return mean_loss
 
 

@@ -31,7 +31,6 @@ from pathlib import Path
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
-from minitrans.core.checkpoint import Checkpoints
 from minitrans.core.config import TrainConfig
 from minitrans.core.run_folder import RunLock, clean_interrupted_saves
 from minitrans.core.utils import SignalReceived, StopRequest, get_rng_state, preserved_rng, seed_everything
@@ -42,13 +41,21 @@ from minitrans.runs import reporting
 from minitrans.runs.summary import RunSummary
 from minitrans.runs.tblog import log_hparams, log_layout
 from minitrans.training import distributed
+from minitrans.training.checkpoints import Checkpoints
 from minitrans.training.progress import TrainingProgress
 from minitrans.training.resources import ThroughputLog
 from minitrans.training.resume import load_final_weights, resume_checkpoint
 from minitrans.training.run_data import prepare_training_data
 from minitrans.training.schedule import make_scheduler
 from minitrans.training.setup import model_to_train, training_device, wrap_for_training
-from minitrans.training.state import TrainingError, TrainingStopped, TrainState, crash_after, restore_training
+from minitrans.training.state import (
+    TrainingError,
+    TrainingStopped,
+    TrainState,
+    checkpoint_payload,
+    crash_after,
+    restore_training,
+)
 from minitrans.training.step import autocast_dtype_for, enable_tf32, make_optimizer, train_step
 
 log = logging.getLogger(__name__)
@@ -152,7 +159,7 @@ class Trainer:
             with StopRequest() as stop:
                 for indices in self._batches() if not finished else ():
                     # step
-                    loss = self.train_step(indices)
+                    loss = self.train_batch(indices)
                     # decided together: ranks must agree on when to stop, and the schedule on the
                     # training time (each rank's clock differs a little): the slowest rank's
                     signalled, state.train_seconds = distributed.all_reduce_max(
@@ -194,7 +201,7 @@ class Trainer:
             state.epoch += 1
             state.batch_in_epoch = 0
 
-    def train_step(self, indices: list[int]) -> float | None:
+    def train_batch(self, indices: list[int]) -> float | None:
         """Forward, backward and update on one global batch (this rank's share of it); returns
         the batch's mean token loss, or None when the loss or gradient was not finite and the
         step was skipped (:class:`TrainingError` after ``max_bad_steps`` of those in a row).
@@ -275,21 +282,11 @@ class Trainer:
             return reporting.validate(*args, draw=to_tensorboard)
 
     def _payload(self, with_training_state: bool = True) -> dict:
-        payload = {
-            "config": asdict(self.cfg),
-            "tokenizer": self.tokenizer.to_state(),
-            "model": self.model.state_dict(),
-            "step": self.state.step,
-            "training_data": self.record.to_state(),  # what translate.py warns and --info reports from
-        }
+        training = {}
         if with_training_state:
-            payload |= {
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(),
-                "state": asdict(self.state),
-                "world_size": self.dist.world_size,
-            }
-        return payload
+            training = dict(optimizer=self.optimizer, scheduler=self.scheduler, state=self.state)
+            training["world_size"] = self.dist.world_size
+        return checkpoint_payload(self.cfg, self.tokenizer, self.model, self.state.step, self.record, **training)
 
     def save(self) -> Path:
         """Write last.pt, the training checkpoint. Every rank calls it: each one's generator states go in."""
