@@ -22,7 +22,7 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from minitrans.core.checks import check, check_range
+from minitrans.core.checks import check, check_range, positive_number
 from minitrans.core.config_help import knob
 from minitrans.core.decoding_options import DecodingOptions, check_decoding
 
@@ -41,6 +41,8 @@ MAX_SEED = 2**32 - 1  # NumPy's seeds
 
 
 IMPLEMENTATIONS = ("fast", "notes")  # model.implementation: the Transformer's two forms
+POSITIONS = ("sinusoidal", "learned", "none")  # model.positions
+CROSS_ATTENTION = ("attention", "fixed_mean")  # model.cross_attention
 
 
 @dataclass
@@ -64,6 +66,16 @@ class TransformerConfig:
         "fast",
         "fast: the model made fast (minitrans/models/fast/); notes: the same model and parameters written as the "
         "notes compute it (models/transformer.py); checkpoints load into either",
+    )
+    # Teaching switches (docs/claims.md): each takes away one piece the notes give a reason for.
+    # Both implementations honour every one of them; the RNN schemas have none of them.
+    attention_scale: str = knob(
+        "sqrt_dk", "the scores' divisor: sqrt_dk (QKᵀ/√Dk), none (raw QKᵀ), or a number N (QKᵀ/N)"
+    )
+    causal_mask: bool = knob(True, "false removes the decoder's causal mask: it sees the future (warns; teaching)")
+    positions: str = knob("sinusoidal", "sinusoidal | learned (a trained table) | none (no order information)")
+    cross_attention: str = knob(
+        "attention", "attention | fixed_mean: weights fixed uniform over real source tokens (one context per sentence)"
     )
 
     def __post_init__(self) -> None:
@@ -92,6 +104,9 @@ class TransformerConfig:
         for key in ("d_k", "d_v"):
             check_range(f"model.{key}", getattr(self, key), 1, MAX_WIDTH, optional=True)
         check(self.d_model % 2 == 0, "model.d_model", "must be even for sinusoidal positions")
+        check(self.positions in POSITIONS, "model.positions", f"expected one of {', '.join(POSITIONS)}")
+        check(self.cross_attention in CROSS_ATTENTION, "model.cross_attention", "expected attention or fixed_mean")
+        self.scores_divisor()  # refuses a bad model.attention_scale now, not at the first batch
         check_range("model.dropout", self.dropout, 0, 1, high_open=True)
         # The derived widths, computed here once and recorded: the model, the checkpoint,
         # summary.json, TensorBoard and compare.py all read them from the config.
@@ -99,6 +114,13 @@ class TransformerConfig:
             self.d_k = self.d_model // self.num_heads
         if self.d_v is None:
             self.d_v = self.d_k
+
+    def scores_divisor(self) -> float | None:
+        """What the scores Q Kᵀ are divided by; None for √Dk (attention's own default)."""
+        value = str(self.attention_scale)
+        if value in ("sqrt_dk", "none"):
+            return None if value == "sqrt_dk" else 1.0
+        return positive_number("model.attention_scale", value, "sqrt_dk, none")
 
 
 @dataclass

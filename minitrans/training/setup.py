@@ -5,6 +5,7 @@ weights), and the form the training step runs it in (DistributedDataParallel acr
 from __future__ import annotations
 
 import inspect
+import logging
 from pathlib import Path
 
 import torch
@@ -18,6 +19,8 @@ from minitrans.core.utils import pick_device
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.models.build import build_model, build_model_for_weights, memory_bytes, model_bytes
 from minitrans.training.distributed import DistInfo
+
+log = logging.getLogger(__name__)
 
 
 def training_device(name: str) -> torch.device:
@@ -33,6 +36,11 @@ def model_to_train(
 ) -> nn.Module:
     """The configured model, once it is known to fit: in memory with its gradients and
     optimizer state, and (when resuming from ``payload``, read from ``path``) to its weights."""
+    if not getattr(cfg, "causal_mask", True):
+        log.warning(
+            "model.causal_mask=false: the decoder sees the target's future words while training, so it will "
+            "learn to copy them (a teaching switch; its translations, made word by word, will be poor)"
+        )
     if payload is not None:
         try:
             return build_model_for_weights(cfg, tokenizer, payload.get("model", {}))
