@@ -29,6 +29,8 @@ def write_run(folder: Path, curve: list[tuple[int, float, float]] | None) -> Pat
             for step, loss, bleu in curve:
                 writer.add_scalar("valid/cross_entropy", loss, step)
                 writer.add_scalar("valid/bleu", bleu, step)
+                writer.add_scalar("attention_entropy/enc_self_layer1", loss, step)  # any values: their mean is read
+                writer.add_scalar("attention_entropy/cross_layer1", bleu, step)
     return folder
 
 
@@ -44,6 +46,7 @@ def test_the_curves_come_back_from_the_events_and_name_what_the_sweep_changed(tm
     assert [step for step, _ in curves["loss"]] == [100, 200, 300]
     assert [loss for _, loss in curves["loss"]] == pytest.approx([1.0, 0.2, 0.05])  # float32 in the events
     assert [step for step, _ in curves["bleu"]] == [100, 200, 300]
+    assert [e for _, e in curves["entropy"]] == pytest.approx([(1.0 + 2.0) / 2, (0.2 + 1.0) / 2, (0.05 + 0.5) / 2])
     assert varying_labels(runs) == ["causal_mask=true", "causal_mask=false"]  # d_k is the same in both
     assert steps_to(validation_curves(runs[0].folder)["bleu"], STATED_BLEU) == 300
     assert steps_to(curves["bleu"], STATED_BLEU) is None
