@@ -31,3 +31,38 @@ def test_the_future_share_is_0_under_the_causal_mask_and_known_when_uniform():
     assert future_share(causal / causal.sum(-1, keepdim=True)) == 0.0
     uniform = torch.full((2, length, length), 1 / length)
     assert future_share(uniform) == pytest.approx(sum((length - 1 - t) / length for t in range(length)) / length)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from minitrans.data.tokenizer import Tokenizer
+
+    src = ["the man rides a bike .", "a woman reads the book .", "the dog sees a cat ."]
+    tgt = ["der Mann fährt Rad .", "eine Frau liest das Buch .", "der Hund sieht eine Katze ."]
+    return Tokenizer.train(src, tgt, vocab_size=300)
+
+
+@pytest.mark.parametrize("causal_mask", [True, False])
+def test_measured_over_pairs_the_decoder_looks_ahead_only_without_its_mask(tokenizer, causal_mask):
+    from minitrans.core.config import TransformerConfig
+    from minitrans.inference.translator import Translator
+    from minitrans.models.build import build_model
+    from minitrans.runs.attention_stats import future_card, measure_attention_stats
+
+    torch.manual_seed(0)
+    cfg = TransformerConfig(d_model=32, num_heads=2, d_ff=64, num_encoder_layers=1, causal_mask=causal_mask)
+    translator = Translator(build_model(cfg, tokenizer).eval(), tokenizer, max_len=64, device=torch.device("cpu"))
+    src_ids = translator.encode(["the man reads .", "a dog sees the cat ."])
+    tgt_ids = tokenizer.encode_tgt(["der Mann liest .", "ein Hund sieht die Katze ."])
+    stats = measure_attention_stats(translator, src_ids, tgt_ids)
+    assert set(stats["entropy"]) == {
+        "enc_self_layer1",
+        "dec_self_layer1",
+        "dec_self_layer2",
+        "cross_layer1",
+        "cross_layer2",
+    }
+    shares = stats["future_share"].values()
+    assert all(share == 0.0 for share in shares) if causal_mask else all(share > 0.1 for share in shares)
+    card = future_card(translator, src_ids[0], tgt_ids[0], "pair 0")
+    assert "on later words" in card.axes[0].get_title() or any("on later words" in t.get_text() for t in card.texts)

@@ -39,4 +39,33 @@ def future_share(weights: Tensor) -> float:
     return float((weights * later).sum(dim=-1).mean())
 
 
-__all__ = ["attention_entropy", "future_share", "row_entropy"]
+def measure_attention_stats(translator, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> dict[str, dict]:
+    """Over sentence pairs (targets teacher-forced): each layer's mean row entropy and each
+    decoder self-attention layer's mean future share, averaged over the sentences;
+    ``{"entropy": {"enc_self_layer1": ...}, "future_share": {"dec_self_layer1": ...}}``."""
+    entropy: dict[str, list[float]] = {}
+    future: dict[str, list[float]] = {}
+    for src, tgt in zip(src_ids, tgt_ids):
+        maps = translator.attention_maps(src, tgt)
+        for key, value in attention_entropy(maps).items():
+            entropy.setdefault(key, []).append(value)
+        for n, weights in enumerate(maps.get("dec_self", [])):
+            future.setdefault(f"dec_self_layer{n + 1}", []).append(future_share(weights))
+    mean = {key: sum(values) / len(values) for key, values in entropy.items()}
+    return {"entropy": mean, "future_share": {key: sum(values) / len(values) for key, values in future.items()}}
+
+
+def future_card(translator, src_ids: list[int], tgt_ids: list[int], title: str):
+    """The decoder self-attention head with the most weight on later positions, for one pair
+    teacher-forced, as an attention card (rows: decoder inputs; columns: the same positions)."""
+    from minitrans.inference.translator import sentence_tokens
+    from minitrans.runs.viz import attention_card
+
+    layers = translator.attention_maps(src_ids, tgt_ids)["dec_self"]  # [(H, T, T)]
+    share, layer, head = max((future_share(w[h][None]), n, h) for n, w in enumerate(layers) for h in range(len(w)))
+    _, tgt_in_tokens, _ = sentence_tokens(translator.tokenizer, src_ids, tgt_ids)
+    heading = f"{title} · decoder self-attention L{layer + 1} H{head + 1}: {share:.0%} on later words"
+    return attention_card(layers[layer][head], tgt_in_tokens, tgt_in_tokens, heading)
+
+
+__all__ = ["attention_entropy", "future_card", "future_share", "measure_attention_stats", "row_entropy"]
