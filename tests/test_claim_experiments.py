@@ -48,7 +48,7 @@ def test_each_claim_experiment_sweeps_its_switch_alone_to_a_step_budget(experime
     for value in values:  # every job, with the values the sweep pins beside it
         cfg = to_dataclass(compose_experiment(f"experiment={experiment}", *pinned, f"{key}={value}"))
         assert str(getattr(cfg.model, key.split(".")[1])).lower() == value
-        assert cfg.trainer.max_minutes is None and cfg.trainer.max_steps <= 600
+        assert cfg.trainer.max_minutes is None and cfg.trainer.max_steps <= 1200
         assert cfg.trainer.eval_every * 5 <= cfg.trainer.max_steps  # points enough for a learning curve
         build_model(cfg.model, VocabSizes(cfg.data.vocab_size, cfg.data.vocab_size))
 
