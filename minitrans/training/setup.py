@@ -32,11 +32,16 @@ def training_device(name: str) -> torch.device:
 
 
 def model_to_train(
-    cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer, payload: dict | None, path: Path | None
+    cfg: TransformerConfig | RNNConfig,
+    tokenizer: Tokenizer,
+    payload: dict | None,
+    path: Path | None,
+    is_main: bool = True,
 ) -> nn.Module:
     """The configured model, once it is known to fit: in memory with its gradients and
-    optimizer state, and (when resuming from ``payload``, read from ``path``) to its weights."""
-    if not getattr(cfg, "causal_mask", True):
+    optimizer state, and (when resuming from ``payload``, read from ``path``) to its weights.
+    A teaching switch that makes the model cheat is warned of once, by the main process."""
+    if is_main and not getattr(cfg, "causal_mask", True):
         log.warning(
             "model.causal_mask=false: the decoder sees the target's future words while training, so it will "
             "learn to copy them (a teaching switch; its translations, made word by word, will be poor)"
