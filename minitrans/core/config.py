@@ -65,7 +65,7 @@ class TransformerConfig:
     implementation: str = knob(
         "fast",
         "fast: the model made fast (minitrans/models/fast/); notes: the same model and parameters written as the "
-        "notes compute it (models/transformer.py); checkpoints load into either",
+        "notes compute it (models/transformer.py); checkpoints load into either, and both honour every switch below",
     )
     # Teaching switches (docs/claims.md): each takes away one piece the notes give a reason for.
     # Both implementations honour every one of them; the RNN schemas have none of them.
