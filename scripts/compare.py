@@ -1,8 +1,8 @@
 """Compare finished runs: ``python scripts/compare.py SWEEP_DIR_OR_RUNS... [--out DIR] [--split NAME]``.
 
 Writes comparison.md, heads_dk_bleu.png (when the runs vary num_heads or d_k),
-heads_matched_bleu.png (when runs share an h·d_k) and bleu_by_length.png into the sweep folder
-(or ``--out``), and prints the table. The library is imported after the arguments are parsed,
+heads_matched_bleu.png (when runs share an h·d_k), bleu_by_length.png and learning_curves.png into
+the sweep folder (or ``--out``), and prints the table. The library is imported after the arguments are parsed,
 so that ``--help`` answers at once.
 """
 
@@ -22,6 +22,8 @@ writes, into the sweep folder (or --out):
                       test BLEU by number of heads at a fixed h x d_k (equal parameters and
                       FLOPs), when runs share one (experiment=heads_dk_matched)
   bleu_by_length.png  test BLEU by source length, one line per run
+  learning_curves.png validation loss (teacher-forced) and BLEU (greedy) by step, one line
+                      per run, with the step each first reaches BLEU 30 (experiment=claim_*)
 runs of several language pairs get a table section and figures per pair (NAME.en-de.png);
 a folder of an Optuna search (hydra/sweeper=optuna) gets its best trial as a command line.
 

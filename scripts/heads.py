@@ -21,7 +21,7 @@ from pathlib import Path
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
 from minitrans.core.checks import cli_number
-from minitrans.core.config import DEVICES, loaded_data_config
+from minitrans.core.config import DEVICES
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import plain_truncation_warnings
 from minitrans.core.utils import pick_device, write_atomic
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         checkpoint = Path(args.run) if shared else resolve_checkpoint(args.run)
         device = pick_device(args.device)
         translator = Translator.from_checkpoint(checkpoint, device)
-        data = loaded_data_config(translator.config)
+        data = translator.run_config.data
         sources, references, _ = load_run_split(translator.config, args.split)
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

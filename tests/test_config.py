@@ -295,7 +295,8 @@ def test_language_codes_that_differ_only_in_case_are_one_language():
 def test_a_saved_configuration_is_rebuilt_typed_and_an_unknown_key_is_named():
     from dataclasses import asdict
 
-    from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, config_from_dict
+    from minitrans.core.config import DataConfig, RNNConfig, TrainConfig
+    from minitrans.core.saved_config import config_from_dict
 
     for cfg in (
         TrainConfig(model=TransformerConfig(d_model=32, num_heads=2), data=DataConfig(src_lang="de", tgt_lang="en")),

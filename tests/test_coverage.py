@@ -121,11 +121,14 @@ def test_a_translator_lower_cases_input_for_a_lower_cased_model():
 
 
 def test_a_loaded_config_never_chooses_where_the_record_is_cached(tmp_path, monkeypatch):
+    from minitrans.core.saved_config import config_from_dict
+
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     monkeypatch.setenv("MINITRANS_CACHE_DIR", str(ours))
     data = {"name": "generated", "src_lang": "en", "tgt_lang": "de", "num_train": 50, "num_valid": 5, "num_test": 5,
             "min_words": 3, "max_words": 8, "corpus_seed": 7, "cache_dir": str(theirs)}  # fmt: skip
-    record = rebuild_record({"data": data})
+    loaded = config_from_dict({"data": data}).data  # what a translator reads back from a checkpoint or folder
+    assert loaded.cache_dir == str(ours)
+    record = rebuild_record(loaded)
     assert record is not None and record.num_pairs == 50
     assert list((ours / "records").glob("*.json")) and not theirs.exists()  # nothing written where the file said
-    assert rebuild_record({"data": 5}) is None and rebuild_record({"data": {"name": "generated", "x": 1}}) is None

@@ -5,7 +5,6 @@ import math
 import pytest
 import sacrebleu
 
-from minitrans.core.config import config_from_dict
 from minitrans.core.metrics import (
     bleu_by_length,
     bleu_tokenizer,
@@ -14,6 +13,7 @@ from minitrans.core.metrics import (
     corpus_scores,
     remove_cjk_spaces,
 )
+from minitrans.core.saved_config import config_from_dict
 from minitrans.runs.evaluation import bleu_settings
 
 

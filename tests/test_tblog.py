@@ -344,3 +344,14 @@ def test_a_tiny_training_run_writes_scalars_samples_attention_and_hparams_into_o
     assert hparams["model"] == "transformer" and hparams["num_heads"] == "2" and hparams["d_k"] == "8"
     assert hparams["params"] == str(summary.params) and hparams["d_model"] == "16"
     assert hparams_metadata.SESSION_END_INFO_TAG in events.PluginTagToContent(hparams_metadata.PLUGIN_NAME)
+
+
+def test_each_layers_attention_entropy_is_logged_beside_its_cards(tmp_path, tokenizer):
+    """attention_entropy/{kind}_layer{n}: the samples' mean row entropy, between 0 (one-hot rows)
+    and log of the keys (uniform rows), for every layer a card is drawn for."""
+    events = log_samples(tmp_path, tokenizer, TransformerConfig(**TINY_TRANSFORMER))
+    tags = {tag for tag in events.Tags()["scalars"] if tag.startswith("attention_entropy/")}
+    assert tags == {f"attention_entropy/{k}_layer{n}" for k, layers in (("enc_self", 1), ("dec_self", 2), ("cross", 2))
+                    for n in range(1, layers + 1)}  # fmt: skip
+    values = [events.Scalars(tag)[-1] for tag in tags]
+    assert all(event.step == 7 and 0 < event.value < 3.5 for event in values)

@@ -82,6 +82,17 @@ def _number(value: float) -> str:
     return "inf" if value == math.inf else f"{value:,}".replace(",", "_") if value >= 100_000 else f"{value:g}"
 
 
+def positive_number(key: str, value: str, words: str) -> float:
+    """``value`` read as a positive finite number, else a ConfigError naming ``key`` and the
+    ``words`` the key also takes."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    check(math.isfinite(number) and number > 0, key, f"expected {words} or a positive number, got {value!r}")
+    return number
+
+
 def first_line(text: object, default: str = "invalid configuration") -> str:
     """The first non-blank line of an error message (or of any text); ``default`` when it has none."""
     return next((line.strip() for line in str(text).splitlines() if line.strip()), default)

@@ -17,12 +17,12 @@ with a :class:`ConfigError` naming the key. Library code receives these dataclas
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import MISSING
 
-from minitrans.core.checks import check, check_range
+from minitrans.core.checks import check, check_range, positive_number
 from minitrans.core.decoding_options import DecodingOptions, check_decoding
 from minitrans.core.knob import knob
 
@@ -41,6 +41,8 @@ MAX_SEED = 2**32 - 1  # NumPy's seeds
 
 
 IMPLEMENTATIONS = ("fast", "notes")  # model.implementation: the Transformer's two forms
+POSITIONS = ("sinusoidal", "learned", "none")  # model.positions
+CROSS_ATTENTION = ("attention", "fixed_mean")  # model.cross_attention
 
 
 @dataclass
@@ -63,7 +65,17 @@ class TransformerConfig:
     implementation: str = knob(
         "fast",
         "fast: the model made fast (minitrans/models/fast/); notes: the same model and parameters written as the "
-        "notes compute it (models/transformer.py); checkpoints load into either",
+        "notes compute it (models/transformer.py); checkpoints load into either, and both honour every switch below",
+    )
+    # Teaching switches (docs/claims.md): each takes away one piece the notes give a reason for.
+    # Both implementations honour every one of them; the RNN schemas have none of them.
+    attention_scale: str = knob(
+        "sqrt_dk", "the scores' divisor: sqrt_dk (QKᵀ/√Dk), none (raw QKᵀ), or a number N (QKᵀ/N)"
+    )
+    causal_mask: bool = knob(True, "false removes the decoder's causal mask: it sees the future (warns; teaching)")
+    positions: str = knob("sinusoidal", "sinusoidal | learned (a trained table) | none (no order information)")
+    cross_attention: str = knob(
+        "attention", "attention | fixed_mean: weights fixed uniform over real source tokens (one context per sentence)"
     )
 
     def __post_init__(self) -> None:
@@ -92,6 +104,9 @@ class TransformerConfig:
         for key in ("d_k", "d_v"):
             check_range(f"model.{key}", getattr(self, key), 1, MAX_WIDTH, optional=True)
         check(self.d_model % 2 == 0, "model.d_model", "must be even for sinusoidal positions")
+        check(self.positions in POSITIONS, "model.positions", f"expected one of {', '.join(POSITIONS)}")
+        check(self.cross_attention in CROSS_ATTENTION, "model.cross_attention", "expected attention or fixed_mean")
+        self.scores_divisor()  # refuses a bad model.attention_scale now, not at the first batch
         check_range("model.dropout", self.dropout, 0, 1, high_open=True)
         # The derived widths, computed here once and recorded: the model, the checkpoint,
         # summary.json, TensorBoard and compare.py all read them from the config.
@@ -99,6 +114,13 @@ class TransformerConfig:
             self.d_k = self.d_model // self.num_heads
         if self.d_v is None:
             self.d_v = self.d_k
+
+    def scores_divisor(self) -> float | None:
+        """What the scores Q Kᵀ are divided by; None for √Dk (attention's own default)."""
+        value = str(self.attention_scale)
+        if value in ("sqrt_dk", "none"):
+            return None if value == "sqrt_dk" else 1.0
+        return positive_number("model.attention_scale", value, "sqrt_dk, none")
 
 
 @dataclass
@@ -222,16 +244,6 @@ class DataConfig:
         check_range("data.corpus_seed", self.corpus_seed, 0, MAX_SEED)
         check(self.spm_model_type in ("unigram", "bpe"), "data.spm_model_type", "must be 'unigram' or 'bpe'")
         check(len(self.test_splits) > 0, "data.test_splits", "name at least one test split")
-
-
-def loaded_data_config(config: dict | None) -> DataConfig:
-    """The data config of a loaded checkpoint or shared folder (its saved ``config``), with this
-    machine's cache folder: a file made elsewhere never chooses where we write. ValueError or
-    TypeError (one line) for a config without a usable ``data`` object."""
-    data = (config or {}).get("data") if isinstance(config, dict) else None
-    if not isinstance(data, dict):
-        raise ValueError(f"the saved config has no data object (found {type(data).__name__})")
-    return DataConfig(**{**data, "cache_dir": local_cache_dir()})
 
 
 @dataclass
@@ -373,41 +385,3 @@ class TrainConfig:
 
 
 MODEL_SCHEMAS = {"transformer": TransformerConfig, "rnn": RNNConfig, "rnn_attention": RNNConfig}
-
-
-def model_from_dict(values: dict) -> TransformerConfig | RNNConfig:
-    """Rebuild a model config saved in a checkpoint."""
-    return MODEL_SCHEMAS[values.get("kind", "transformer")](**values)
-
-
-def config_from_dict(values: dict[str, Any]) -> TrainConfig:
-    """A run's configuration as its checkpoint or export saved it (``asdict(TrainConfig)``),
-    rebuilt once so that it is read back typed: a missing key takes the schema's default, a key
-    this version does not know is a ValueError naming it (never a silent None downstream). Its
-    ``data.cache_dir`` is this machine's (:func:`local_cache_dir`): a checkpoint or shared folder
-    made elsewhere never chooses where we write."""
-    rest = dict(values)
-    data = dict(rest.pop("data", None) or {}) | {"cache_dir": local_cache_dir()}
-    try:
-        clean = CleanConfig(**(data.pop("clean", None) or {}))
-        return TrainConfig(
-            model=model_from_dict(rest.pop("model", None) or {}),
-            data=DataConfig(**data, clean=clean),
-            trainer=TrainerConfig(**(rest.pop("trainer", None) or {})),
-            **rest,
-        )
-    except TypeError as error:  # "__init__() got an unexpected keyword argument 'x'"
-        raise ValueError(f"the run's configuration has a key this version does not know ({error})") from None
-
-
-EVALUATION_ONLY = {"cache_dir", "valid_split", "test_splits"}  # data keys of what is evaluated, not trained
-
-
-def normalized_model(values: dict[str, Any]) -> dict[str, Any]:
-    """A saved model config as this version records it: derived values (``d_k``, ``d_v``,
-    ``d_attention``) filled in, so a checkpoint written before they were recorded compares
-    equal to the same config now."""
-    try:
-        return asdict(model_from_dict(values))
-    except (KeyError, TypeError, ValueError):  # not a config this version can build: compare as saved
-        return values

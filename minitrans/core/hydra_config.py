@@ -132,6 +132,8 @@ def _explain(error: BaseException, key: str | None) -> str:
             names = [f.name for f in dataclasses.fields(object_type)]
             close = difflib.get_close_matches(str(bad_key), names, n=1)
             hint = f"; did you mean {'.'.join([*full_key.split('.')[:-1], close[0]])!r}?" if close else ""
+            if object_type is RNNConfig and str(bad_key) in {f.name for f in dataclasses.fields(TransformerConfig)}:
+                hint = "; a Transformer key (model=transformer): the RNN models have no such field"
             return f"{full_key}: unknown key (not in {object_type.__name__}){where}{hint}"
         return f"{full_key}: {message}{where}"
     return f"{key + ': ' if key else ''}{first_line(error)}"

@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from minitrans.core.checks import ConfigError, first_line
-from minitrans.core.config import DataConfig, loaded_data_config
+from minitrans.core.config import DataConfig
+from minitrans.core.saved_config import config_from_dict
 from minitrans.data.cleaning import clean_pairs, emptied_message, normalize_text
 from minitrans.data.digest import pairs_digest
 from minitrans.data.sources import corpus_source, resolve_splits
@@ -275,7 +276,7 @@ def load_run_split(
     also name the run's own train, validation and first test split (e.g. "test" is
     test_2016_flickr for Multi30k). Returns (sources, references, split name)."""
     try:
-        data = loaded_data_config(config)
+        data = config_from_dict(config).data
     except (KeyError, TypeError, ValueError) as error:  # e.g. a key this version does not know
         reason = first_line(error, type(error).__name__)
         raise ValueError(f"the checkpoint's data config is unusable: {reason}") from None

@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
-from minitrans.core.config import TrainConfig, config_from_dict
+from minitrans.core.config import TrainConfig
 from minitrans.core.decoding_options import DecodingOptions
+from minitrans.core.saved_config import config_from_dict
 from minitrans.core.textio import one_line
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.coverage import TrainingRecord

@@ -68,7 +68,7 @@ def read_hf_folder(path: str | Path) -> HfFolder:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from minitrans.core.config import model_from_dict
+    from minitrans.core.saved_config import model_from_dict
     from minitrans.models.build import build_model_for_weights
 
     path = hf_folder(path)

@@ -87,7 +87,7 @@ class Translator(BaseTranslator):
     def from_checkpoint(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
         """Load a ``.pt`` file or a run folder (or a folder of :meth:`from_pretrained`); any
         unusable checkpoint raises CheckpointError."""
-        from minitrans.core.config import model_from_dict
+        from minitrans.core.saved_config import model_from_dict
         from minitrans.core.utils import pick_device
         from minitrans.models.build import build_model_for_weights
 

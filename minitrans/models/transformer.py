@@ -37,6 +37,35 @@ class SinusoidalPositions(nn.Module):
         return self.table[offset : offset + length]  # (L, D)
 
 
+class LearnedPositions(nn.Module):
+    """A trained table, one vector per position (``model.positions=learned``, as BERT and GPT-2
+    do); it starts at the sinusoidal table's scale (each entry of variance 1/2)."""
+
+    def __init__(self, d_model: int, max_len: int) -> None:
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.5**0.5)  # (L, D)
+        self.max_len = max_len
+
+    forward = SinusoidalPositions.forward
+
+
+class NoPositions(nn.Module):
+    """``model.positions=none``: nothing tells the model where a token sits, so self-attention
+    sees a set of tokens, not a sequence (docs/claims.md, claim 3)."""
+
+    def __init__(self, d_model: int, max_len: int) -> None:
+        super().__init__()
+        self.max_len = max_len
+
+    def forward(self, length: int, offset: int = 0) -> Tensor:
+        if offset + length > self.max_len:  # the same limit as the other two
+            raise ValueError(f"sequence of {offset + length} positions exceeds max_len={self.max_len}")
+        return torch.zeros(())  # added to (B, L, D): x unchanged
+
+
+POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions, "none": NoPositions}
+
+
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
         super().__init__()
@@ -138,7 +167,7 @@ class Transformer(Seq2SeqModel):
         self.tgt_embed = (
             self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model, padding_idx=pad_id)
         )
-        self.positions = SinusoidalPositions(d_model, cfg.max_len)
+        self.positions = POSITIONS[cfg.positions](d_model, cfg.max_len)
         self.dropout = nn.Dropout(dropout)
         layer_args = (d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(cfg.num_encoder_layers))
@@ -150,10 +179,24 @@ class Transformer(Seq2SeqModel):
         self._reset_parameters()
         if cfg.tie_output:
             self.output.weight = self.tgt_embed.weight
+        self._set_teaching_switches(cfg)
+
+    def _set_teaching_switches(self, cfg: TransformerConfig) -> None:
+        """The switches that take a piece away (docs/claims.md); none draws a random number."""
+        for module in self.modules():
+            if isinstance(module, MultiHeadAttention):
+                module.scale = None if (divisor := cfg.scores_divisor()) is None else 1.0 / divisor
+        for layer in self.decoder_layers:
+            layer.is_causal = cfg.causal_mask
+            if cfg.cross_attention == "fixed_mean":
+                # Scores of 0 for every key: softmax gives each real source token the weight
+                # 1/S, so each target position, in every layer, receives the same mean of the
+                # source's values, one context per sentence whatever the decoder asks for.
+                layer.cross_attn.scale = 0.0
 
     def _reset_parameters(self) -> None:
         for name, param in self.named_parameters():
-            if param.dim() > 1 and "embed" not in name:
+            if param.dim() > 1 and "embed" not in name and not name.startswith("positions."):
                 nn.init.xavier_uniform_(param)
         for embed in dict.fromkeys([self.src_embed, self.tgt_embed]):  # ordered: seeds must replay
             nn.init.normal_(embed.weight, std=self.d_model**-0.5)
@@ -219,4 +262,12 @@ class Transformer(Seq2SeqModel):
         return cache[0]["k"].shape[2]
 
 
-__all__ = ["DecoderLayer", "EncoderLayer", "FeedForward", "SinusoidalPositions", "Transformer"]
+__all__ = [
+    "DecoderLayer",
+    "EncoderLayer",
+    "FeedForward",
+    "LearnedPositions",
+    "NoPositions",
+    "SinusoidalPositions",
+    "Transformer",
+]

@@ -17,7 +17,7 @@ from typing import Any
 
 from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint
 from minitrans.core.checkpoint_folder import CheckpointFolder
-from minitrans.core.config import EVALUATION_ONLY, normalized_model
+from minitrans.core.saved_config import EVALUATION_ONLY, normalized_model
 
 DERIVED = ("d_k", "d_v", "d_attention")  # model keys the config fills in from others (d_k = d_model / heads)
 

@@ -13,6 +13,7 @@ pairs, each figure once per pair, ``heads_dk_bleu.en-de.png``):
     heads_dk_bleu.png       mean test BLEU over num_heads × d_k with parameter counts, when they vary
     heads_matched_bleu.png  test BLEU by number of heads at a fixed h·d_k, when runs share one
     bleu_by_length.png      test BLEU by source-length bucket, one line per run
+    learning_curves.png     validation loss and BLEU by step, one line per run (compare_curves)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minitrans.core.hydra_sweep import OPTUNA_RESULTS, best_trial_folder, job_overrides, train_command
+from minitrans.runs.compare_curves import plot_learning_curves
 from minitrans.runs.compare_plots import (
     heads_dk_grid,
     line_styles,
@@ -37,6 +39,7 @@ PLOTS = (
     ("heads_dk_bleu", plot_heads_dk, "the Transformer runs do not vary num_heads or d_k"),
     ("heads_matched_bleu", plot_matched_heads, "no two head counts share an h·d_k"),
     ("bleu_by_length", plot_bleu_by_length, "the test sentences fall into fewer than two length buckets"),
+    ("learning_curves", plot_learning_curves, "no run logged two validations"),
 )
 
 
@@ -107,7 +110,9 @@ def compare(paths: Sequence[str | Path], out_dir: str | Path | None = None, spli
             made = plot(group, out_dir / f"{stem}{suffix}.png", split)
             if made is not None:
                 files.append(made)
-            elif stem != "heads_matched_bleu" or heads_dk_grid(group, split) is not None:
+            elif stem != "learning_curves" and (
+                stem != "heads_matched_bleu" or heads_dk_grid(group, split) is not None
+            ):
                 notes.append(f"no {stem}{suffix}.png: {why_not}")
     return Comparison(table, files, runs, skipped, notes)
 

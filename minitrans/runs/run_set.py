@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitrans.core.config import model_from_dict
+from minitrans.core.saved_config import model_from_dict
 from minitrans.runs.summary import SUMMARY_FILE as SUMMARY  # noqa: F401 (compare.py names it)
 from minitrans.runs.summary import RunSummary
 

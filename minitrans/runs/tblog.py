@@ -8,6 +8,8 @@ Tags written here, all into the run's own event file:
     attention_{kind}/sample{i}/layer{n}/head{h}   image: one head's map, every card the same size
                                                (kind: cross, dec_self, enc_self)
     attention/none                             text, for a model without attention (fixed-context RNN)
+    attention_entropy/{kind}_layer{n}          scalar: the mean row entropy (nats) of that layer's maps on
+                                               the sample sentences (runs/attention_stats.py)
     valid/aer_best_head                        scalar: the AER of the best-aligning cross-attention head
                                                on a validation sample (embedded corpus: gold alignments)
     alignment/aer_by_head                      image: layer x head AER heatmap of that sample
@@ -38,6 +40,7 @@ from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
 from minitrans.inference.translator import sentence_tokens
 from minitrans.runs.alignment import AlignmentReport
+from minitrans.runs.attention_stats import attention_entropy
 from minitrans.runs.heads import heads_heatmap
 from minitrans.runs.sharing import ALONE, Share
 from minitrans.runs.summary import RunSummary
@@ -113,7 +116,7 @@ def log_validation_samples(
         writer.add_text("samples/translations", table, step)
     mine = share.mine(range(len(rows)), main_last=True)
     cards = share.merge(
-        {i: attention_images(translator, rows[i]["src_ids"], hypotheses[i], f"sample {i} · ") for i in mine},
+        {i: _sample_cards(translator, rows[i]["src_ids"], hypotheses[i], f"sample {i} · ") for i in mine},
         everywhere=False,
     )
     if writer is None or cards is None:
@@ -122,7 +125,9 @@ def log_validation_samples(
         if cards[i] is None:  # no attention (the fixed-context RNN): say so once
             writer.add_text("attention/none", NO_ATTENTION, step)
             return
-        _add_cards(writer, cards[i], step, i)
+        _add_cards(writer, cards[i][0], step, i)
+    for key in cards[0][1]:  # each layer's entropy, averaged over the samples
+        writer.add_scalar(f"attention_entropy/{key}", sum(cards[i][1][key] for i in range(len(rows))) / len(rows), step)
 
 
 def log_attention(
@@ -147,6 +152,19 @@ def log_attention(
 def attention_images(translator, src_ids, hypothesis: str | list[int], title_prefix: str = "") -> dict | None:
     """The cards of :func:`log_attention` as ``{"kind/layer{n}/head{h}": HWC image}``; None when
     the model has no attention."""
+    found = _sample_maps(translator, src_ids, hypothesis)
+    return None if found is None else attention_card_images(*found, title_prefix)
+
+
+def _sample_cards(translator, src_ids, hypothesis, title_prefix: str) -> tuple[dict, dict[str, float]] | None:
+    """:func:`attention_images` and each layer's mean row entropy, from one teacher-forced pass."""
+    found = _sample_maps(translator, src_ids, hypothesis)
+    return None if found is None else (attention_card_images(*found, title_prefix), attention_entropy(found[0]))
+
+
+def _sample_maps(translator, src_ids, hypothesis: str | list[int]):
+    """(maps, source tokens, decoder input tokens, output tokens) of one sentence and its
+    hypothesis teacher-forced; None when the model has no attention."""
     tokenizer = translator.tokenizer
     with warnings.catch_warnings():  # a source longer than max_len: cut as decoding cuts it (which warned)
         warnings.simplefilter("ignore")
@@ -156,8 +174,7 @@ def attention_images(translator, src_ids, hypothesis: str | list[int], title_pre
     maps = translator.attention_maps(src_ids, hyp_ids)
     if not maps:
         return None
-    src_tokens, tgt_in_tokens, tgt_out_tokens = sentence_tokens(tokenizer, src_ids, hyp_ids)
-    return attention_card_images(maps, src_tokens, tgt_in_tokens, tgt_out_tokens, title_prefix)
+    return (maps, *sentence_tokens(tokenizer, src_ids, hyp_ids))
 
 
 def _add_cards(writer: SummaryWriter, images: dict, step: int, sample: int) -> None:

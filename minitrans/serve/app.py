@@ -132,7 +132,7 @@ class ServedModel:
 def run_name(path: str | Path) -> str:
     """A short name for a run: its folder (``runs/base/checkpoints/best.pt`` -> ``base``; a
     shared folder of ``export.py --to hf``: its own name)."""
-    from minitrans.inference.hf_export import is_hf_export
+    from minitrans.inference.hf_folder import is_hf_export
 
     path = Path(path).resolve()
     if is_hf_export(path):

@@ -15,7 +15,8 @@ import torch
 
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint
 from minitrans.core.checks import ConfigError
-from minitrans.core.config import EVALUATION_ONLY, TrainConfig, TrainerConfig, normalized_model
+from minitrans.core.config import TrainConfig, TrainerConfig
+from minitrans.core.saved_config import EVALUATION_ONLY, normalized_model
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.training import distributed
 from minitrans.training.checkpoints import Checkpoints

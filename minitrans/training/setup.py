@@ -5,6 +5,7 @@ weights), and the form the training step runs it in (DistributedDataParallel acr
 from __future__ import annotations
 
 import inspect
+import logging
 from pathlib import Path
 
 import torch
@@ -19,6 +20,8 @@ from minitrans.data.tokenizer import Tokenizer
 from minitrans.models.build import build_model, build_model_for_weights, memory_bytes, model_bytes
 from minitrans.training.distributed import DistInfo
 
+log = logging.getLogger(__name__)
+
 
 def training_device(name: str) -> torch.device:
     """``trainer.device`` as a torch device; one this machine lacks is a ConfigError naming the key."""
@@ -29,10 +32,20 @@ def training_device(name: str) -> torch.device:
 
 
 def model_to_train(
-    cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer, payload: dict | None, path: Path | None
+    cfg: TransformerConfig | RNNConfig,
+    tokenizer: Tokenizer,
+    payload: dict | None,
+    path: Path | None,
+    is_main: bool = True,
 ) -> nn.Module:
     """The configured model, once it is known to fit: in memory with its gradients and
-    optimizer state, and (when resuming from ``payload``, read from ``path``) to its weights."""
+    optimizer state, and (when resuming from ``payload``, read from ``path``) to its weights.
+    A teaching switch that makes the model cheat is warned of once, by the main process."""
+    if is_main and not getattr(cfg, "causal_mask", True):
+        log.warning(
+            "model.causal_mask=false: the decoder sees the target's future words while training, so it will "
+            "learn to copy them (a teaching switch; its translations, made word by word, will be poor)"
+        )
     if payload is not None:
         try:
             return build_model_for_weights(cfg, tokenizer, payload.get("model", {}))

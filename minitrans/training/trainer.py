@@ -120,8 +120,8 @@ class Trainer:
         """The model (wrapped for DDP and torch.compile as configured), optimizer, schedule and
         the Translator that validation decodes with."""
         tcfg = self.cfg.trainer
-        self.model = model_to_train(self.cfg.model, self.tokenizer, payload, resume_path).to(self.device)
-        self.num_params = count_parameters(self.model)
+        self.model = model_to_train(self.cfg.model, self.tokenizer, payload, resume_path, self.dist.is_main)
+        self.model, self.num_params = self.model.to(self.device), count_parameters(self.model)
         self.step_model = wrap_for_training(self.model, self.dist, self.device, tcfg.compile)
         self.optimizer = make_optimizer(self.model.parameters(), tcfg.lr, tcfg.betas, tcfg.weight_decay)
         self.autocast_dtype = autocast_dtype_for(tcfg.precision, self.device)  # None: float32

@@ -1,0 +1,68 @@
+"""The per-layer numbers the claims are read by (minitrans/runs/attention_stats.py): row
+entropy, each layer's mean, and the decoder's share of weight on later positions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from minitrans.models.attention import make_causal_mask
+from minitrans.runs.attention_stats import attention_entropy, future_share, row_entropy
+
+
+def test_a_uniform_row_has_log_l_nats_and_a_one_hot_row_none():
+    uniform, one_hot = torch.full((1, 5), 0.2), torch.eye(5)[:1]
+    assert float(row_entropy(uniform)) == pytest.approx(math.log(5))
+    assert float(row_entropy(one_hot)) == 0.0  # 0 log 0 = 0, not NaN
+
+
+def test_layer_entropy_averages_heads_and_rows_and_skips_rows_with_nothing_to_attend_to():
+    weights = torch.stack([torch.full((3, 4), 0.25), torch.eye(4)[:3]])  # (H=2, Lq=3, Lk=4)
+    weights[:, 2] = 0.0  # a row with no key
+    found = attention_entropy({"cross": [weights], "enc_self": [torch.eye(3)[None]]})
+    assert found == pytest.approx({"cross_layer1": math.log(4) / 2, "enc_self_layer1": 0.0})
+
+
+def test_the_future_share_is_0_under_the_causal_mask_and_known_when_uniform():
+    length = 4
+    causal = make_causal_mask(length)[0].float()  # (1, T, T)
+    assert future_share(causal / causal.sum(-1, keepdim=True)) == 0.0
+    uniform = torch.full((2, length, length), 1 / length)
+    assert future_share(uniform) == pytest.approx(sum((length - 1 - t) / length for t in range(length)) / length)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from minitrans.data.tokenizer import Tokenizer
+
+    src = ["the man rides a bike .", "a woman reads the book .", "the dog sees a cat ."]
+    tgt = ["der Mann fährt Rad .", "eine Frau liest das Buch .", "der Hund sieht eine Katze ."]
+    return Tokenizer.train(src, tgt, vocab_size=300)
+
+
+@pytest.mark.parametrize("causal_mask", [True, False])
+def test_measured_over_pairs_the_decoder_looks_ahead_only_without_its_mask(tokenizer, causal_mask):
+    from minitrans.core.config import TransformerConfig
+    from minitrans.inference.translator import Translator
+    from minitrans.models.build import build_model
+    from minitrans.runs.attention_stats import future_card, measure_attention_stats
+
+    torch.manual_seed(0)
+    cfg = TransformerConfig(d_model=32, num_heads=2, d_ff=64, num_encoder_layers=1, causal_mask=causal_mask)
+    translator = Translator(build_model(cfg, tokenizer).eval(), tokenizer, max_len=64, device=torch.device("cpu"))
+    src_ids = translator.encode(["the man reads .", "a dog sees the cat ."])
+    tgt_ids = tokenizer.encode_tgt(["der Mann liest .", "ein Hund sieht die Katze ."])
+    stats = measure_attention_stats(translator, src_ids, tgt_ids)
+    assert set(stats["entropy"]) == {
+        "enc_self_layer1",
+        "dec_self_layer1",
+        "dec_self_layer2",
+        "cross_layer1",
+        "cross_layer2",
+    }
+    shares = stats["future_share"].values()
+    assert all(share == 0.0 for share in shares) if causal_mask else all(share > 0.1 for share in shares)
+    card = future_card(translator, src_ids[0], tgt_ids[0], "pair 0")
+    assert "on later words" in card.axes[0].get_title() or any("on later words" in t.get_text() for t in card.texts)
