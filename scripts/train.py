@@ -172,6 +172,10 @@ def torchrun_overrides(args: list[str]) -> list[str]:
 
 if __name__ == "__main__":
     problem = check_command_line(sys.argv[1:], CONFIG_DIR)
+    if problem is None and "WORLD_SIZE" in os.environ:  # torchrun's, or one leaked from another job
+        from minitrans.training.distributed import torchrun_env_problem
+
+        problem = torchrun_env_problem()
     if problem is None and int(os.environ.get("RANK", 0)) == 0:
         problem = hold_run_dir_argument(sys.argv[1:])
     if problem is not None:
