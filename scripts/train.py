@@ -46,7 +46,7 @@ def main(cfg: DictConfig) -> float | None:
     # imported here so that a mistyped command line is refused in a second, not after torch loads
     from omegaconf import OmegaConf
 
-    from minitrans.runs.summary import RunSummary, summary_line
+    from minitrans.runs.summary import RunSummary, summary_line, warmup_note
     from minitrans.training import launch
     from minitrans.training.setup import training_device
 
@@ -88,6 +88,9 @@ def main(cfg: DictConfig) -> float | None:
     if summary_stamp(job.out_dir) in (None, before):  # the training processes ended without finishing
         fail(f"the training ended without writing {Path(job.out_dir) / 'summary.json'}; its result is unknown", 1)
     summary = RunSummary.read(job.out_dir)
+    note = warmup_note(summary)
+    if note is not None:  # once, in train.log and on the console, just before the summary line
+        log.warning(note)
     print(summary_line(summary, job.out_dir))
     return summary.valid["bleu"]
 
