@@ -8,7 +8,8 @@ cumulatively from the least important, with the change in validation loss and gr
 Roles: each head's previous-/next-token share of self-attention weight and its AER, beside its
 ablation cost, with the role named where a score passes its stated threshold.
 Writes aer.json, aer.png, ablation.json, ablation.txt, ablation.png, roles.json and roles.txt
-into --out (default RUN/heads/) and prints the tables.
+into --out (default RUN/heads/) and prints the tables. The fixed-context RNN (model=rnn) has no
+attention to measure: one error line, exit 1, nothing written.
 """
 
 from __future__ import annotations
@@ -159,6 +160,13 @@ def run(args: argparse.Namespace) -> int:
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    if translator.run_config.model.kind == "rnn":  # neither heads to mask nor attention to align
+        print(
+            f"error: {args.run} holds the fixed-context RNN (model=rnn), which has no attention: "
+            "there is nothing for heads.py to measure",
+            file=sys.stderr,
+        )
+        return 1
     sources, references = sources[: args.limit], references[: args.limit]
     src_ids = translator.encode(sources)
     tgt_ids = [ids[: translator.max_len - 1] for ids in translator.tokenizer.encode_tgt(references)]
@@ -179,6 +187,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_ablation:
         ablation = ablation_report(translator, sources, references, src_ids, tgt_ids, args, out)
     roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out)
+    if aer_grid is None and ablation is None and not all_heads(translator.model):
+        print(f"nothing was measured (see above); nothing was written into {out}")
+        return 1
     print(f"wrote the results into {out}")
     return 0
 

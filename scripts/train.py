@@ -46,7 +46,7 @@ def main(cfg: DictConfig) -> float | None:
     # imported here so that a mistyped command line is refused in a second, not after torch loads
     from omegaconf import OmegaConf
 
-    from minitrans.runs.summary import RunSummary, summary_line
+    from minitrans.runs.summary import RunSummary, summary_line, warmup_note
     from minitrans.training import launch
     from minitrans.training.setup import training_device
 
@@ -88,6 +88,9 @@ def main(cfg: DictConfig) -> float | None:
     if summary_stamp(job.out_dir) in (None, before):  # the training processes ended without finishing
         fail(f"the training ended without writing {Path(job.out_dir) / 'summary.json'}; its result is unknown", 1)
     summary = RunSummary.read(job.out_dir)
+    note = warmup_note(summary)
+    if note is not None:  # once, in train.log and on the console, just before the summary line
+        log.warning(note)
     print(summary_line(summary, job.out_dir))
     return summary.valid["bleu"]
 
@@ -172,6 +175,10 @@ def torchrun_overrides(args: list[str]) -> list[str]:
 
 if __name__ == "__main__":
     problem = check_command_line(sys.argv[1:], CONFIG_DIR)
+    if problem is None and "WORLD_SIZE" in os.environ:  # torchrun's, or one leaked from another job
+        from minitrans.training.distributed import torchrun_env_problem
+
+        problem = torchrun_env_problem()
     if problem is None and int(os.environ.get("RANK", 0)) == 0:
         problem = hold_run_dir_argument(sys.argv[1:])
     if problem is not None:

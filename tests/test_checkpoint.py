@@ -53,11 +53,45 @@ def test_a_save_that_fails_half_way_leaves_the_previous_checkpoint_intact(tmp_pa
         raise OSError("disk full")
 
     monkeypatch.setattr(checkpoint.torch, "save", half_then_fail)
-    with pytest.raises(CheckpointError, match=r"^could not write .*last\.pt: disk full; the previous checkpoint"):
+    with pytest.raises(
+        CheckpointError, match=r"^could not write .*last\.pt: disk full \(\d+ bytes free on .*; the previous"
+    ):
         save_checkpoint(payload(2.0), path)
     monkeypatch.undo()
     assert load_checkpoint(path)["step"] == 1
     assert leftovers(tmp_path) == []
+
+
+def test_torchs_unexpected_pos_from_a_full_disk_names_the_file_and_its_free_space(tmp_path, monkeypatch):
+    """torch's zip writer reports a failed write as ``RuntimeError ... unexpected pos``: it was a
+    traceback (issue 33, item 11)."""
+    import shutil
+
+    path = tmp_path / "last.pt"
+    save_checkpoint(payload(1.0), path)
+
+    def writer_fails(obj, file):
+        file.write(b"PK\x03\x04 half an archive")
+        raise RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 1472 vs 1368")
+
+    monkeypatch.setattr(checkpoint.torch, "save", writer_fails)
+    monkeypatch.setattr(shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(10**9, 10**9 - 512, 512))
+    with pytest.raises(CheckpointError) as error:
+        save_checkpoint(payload(2.0), path)
+    monkeypatch.undo()
+    message = str(error.value)
+    assert message.startswith(f"could not write {path}: ") and "\n" not in message
+    assert f"512 bytes free on the disk of {tmp_path}" in message and "previous checkpoint there is intact" in message
+    assert load_checkpoint(path)["step"] == 1 and leftovers(tmp_path) == []
+
+
+def test_another_runtime_error_while_saving_is_not_taken_for_a_full_disk(tmp_path, monkeypatch):
+    def bug(obj, file):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(checkpoint.torch, "save", bug)
+    with pytest.raises(RuntimeError, match="^something else$"):
+        save_checkpoint(payload(2.0), tmp_path / "last.pt")
 
 
 @pytest.mark.slow

@@ -10,9 +10,10 @@ import pytest
 import torch
 from conftest import TRAIN_SCRIPT, last_weights, script_env
 from helpers.runs import scalars
+from helpers.scripts import assert_one_error_line
 
 from minitrans.core.checkpoint import load_checkpoint
-from minitrans.training.distributed import DistInfo, all_reduce_max, any_rank, shard
+from minitrans.training.distributed import DistInfo, all_reduce_max, any_rank, shard, torchrun_env_problem
 from minitrans.training.trainer import train
 
 
@@ -22,6 +23,37 @@ def test_every_sentence_of_a_global_batch_goes_to_exactly_one_rank():
     assert sorted(i for mine, weight in shards for i in mine) == batch
     assert [len(mine) for mine, _ in shards] == [3, 2, 2] and all(weight == 1.0 for _, weight in shards)
     assert shard(batch, DistInfo()) == (batch, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("environ", "names"),
+    [
+        ({"WORLD_SIZE": "2"}, ["WORLD_SIZE=2", "RANK, MASTER_ADDR, MASTER_PORT"]),
+        ({"WORLD_SIZE": "2", "RANK": "0"}, ["WORLD_SIZE=2, RANK=0", "not MASTER_ADDR, MASTER_PORT"]),
+        ({"WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, None),
+        ({"WORLD_SIZE": "2", "RANK": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, ["RANK must be below"]),
+        ({"WORLD_SIZE": "two", "RANK": "0"}, ["WORLD_SIZE='two'", "whole number"]),
+        ({"WORLD_SIZE": "1"}, None),
+        ({}, None),
+    ],
+)
+def test_a_leaked_world_size_without_the_rest_of_torchruns_environment_is_named(environ, names):
+    problem = torchrun_env_problem(environ)
+    if names is None:
+        assert problem is None
+    else:
+        assert problem is not None and problem.endswith("unset WORLD_SIZE or start with torchrun"), problem
+        assert all(name in problem for name in names), problem
+
+
+@pytest.mark.slow
+def test_the_script_refuses_a_leaked_world_size_in_one_line(tmp_path, tiny_overrides):
+    """It was a rendezvous traceback from init_process_group (issue 33, item 11)."""
+    env = {**script_env(), "WORLD_SIZE": "2"}
+    command = [sys.executable, str(TRAIN_SCRIPT), *tiny_overrides, f"hydra.run.dir={tmp_path / 'run'}"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert_one_error_line(done, "WORLD_SIZE=2", "RANK", "MASTER_ADDR", "unset WORLD_SIZE or start with torchrun")
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_rank_without_a_sentence_still_steps_with_weight_zero():

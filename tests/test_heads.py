@@ -167,3 +167,25 @@ def test_an_impossible_out_folder_or_split_is_one_error_line(tmp_path, capsys, a
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(message.format(run=run))
     assert (run / "notes.txt").read_text() == "mine"
+
+
+def test_the_fixed_context_rnn_is_told_there_is_nothing_to_measure(tmp_path, capsys):
+    """heads.py said it "wrote the results" and wrote nothing (issue 33, item 15): it says
+    plainly that there is nothing to measure, writes no folder and exits 1."""
+    from helpers.checkpoints import build_checkpoint
+    from helpers.scripts import load_script
+
+    from minitrans.core.config import DataConfig
+
+    run = tmp_path / "run"
+    build_checkpoint(
+        run / "checkpoints" / "last.pt", kind="rnn", data=DataConfig(num_train=50, num_valid=10, num_test=12)
+    )
+    assert load_script("heads").main([str(run), "--split", "test", "--limit", "4", "--bleu-limit", "0"]) == 1
+    captured = capsys.readouterr()
+    assert "wrote the results" not in captured.out
+    assert captured.err.splitlines() == [
+        f"error: {run} holds the fixed-context RNN (model=rnn), which has no attention: "
+        "there is nothing for heads.py to measure"
+    ]
+    assert not (run / "heads").exists()

@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from minitrans.core.checkpoint import load_checkpoint
 from minitrans.core.checks import ConfigError
-from minitrans.runs.summary import RunSummary
+from minitrans.runs.summary import RunSummary, warmup_note
 from minitrans.training.schedule import SCHEDULES, TimeBudgetLR, decay_schedule, lr_factor, time_budget_factor
 from minitrans.training.trainer import Trainer, train
 
@@ -271,3 +271,36 @@ def test_a_step_budget_keeps_the_step_schedule(tiny_config):
         optimizer.step()
         scheduler.step()
         assert scheduler.get_last_lr()[0] == factor(step), step
+
+
+def ended_at(steps: int, max_minutes: float | None, warmup_steps: int = 300, max_steps: int = 1000) -> RunSummary:
+    trainer = {"max_minutes": max_minutes, "warmup_steps": warmup_steps, "max_steps": max_steps}
+    return RunSummary(steps=steps, config={"trainer": trainer})
+
+
+def test_a_time_budget_that_ends_inside_the_warm_up_is_named():
+    note = warmup_note(ended_at(123, 0.5))
+    assert note is not None and "trainer.max_minutes=0.5" in note
+    assert "after 123 of trainer.warmup_steps=300 steps" in note and "never reached its peak" in note
+    assert warmup_note(ended_at(300, 0.5)) is None  # the peak was reached
+    assert warmup_note(ended_at(123, None)) is None  # a step budget: the schedule was the one asked for
+    assert warmup_note(ended_at(100, 0.5, max_steps=100)) is None  # the step budget ended it
+    assert warmup_note(RunSummary(steps=None)) is None  # a partial summary
+
+
+@pytest.mark.slow
+def test_the_script_warns_once_when_the_time_budget_ends_in_warm_up(tmp_path, tiny_overrides, run_train):
+    """It said nothing (issue 33, item 15)."""
+    run = tmp_path / "run"
+    done = run_train(
+        *tiny_overrides,
+        "trainer.max_minutes=0.002",
+        "trainer.warmup_steps=100000",
+        "trainer.max_steps=200000",
+        f"hydra.run.dir={run}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = done.stdout + done.stderr
+    assert output.count("ended inside the warm-up") == 1 and "of trainer.warmup_steps=100000 steps" in output
+    assert (run / "train.log").read_text().count("ended inside the warm-up") == 1

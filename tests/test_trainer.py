@@ -273,7 +273,9 @@ def test_a_full_disk_during_a_save_is_one_line_and_the_checkpoints_stay_intact(t
         return real_save(obj, file, *args, **kwargs)
 
     monkeypatch.setattr(checkpoint.torch, "save", fills_the_disk)
-    with pytest.raises(CheckpointError, match="^could not write .*: No space left on device; the previous") as error:
+    with pytest.raises(
+        CheckpointError, match=r"^could not write .*: No space left on device \(\d+ bytes free on .*\); the previous"
+    ) as error:
         train(cfg, run)
     monkeypatch.undo()
     assert "\n" not in str(error.value)

@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from minitrans.core.checks import first_line
-from minitrans.core.utils import atomic_file
+from minitrans.core.utils import atomic_file, disk_space
 
 FORMAT = "minitrans-checkpoint"
 VERSION = 1
@@ -80,7 +80,16 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
             torch.save(payload, file)
     except OSError as error:  # a full disk, a quota: one line, and the previous file stands
         raise CheckpointError(
-            f"could not write {path}: {error.strerror or error}; the previous checkpoint there is intact"
+            f"could not write {path}: {error.strerror or error} ({disk_space(path)}); "
+            "the previous checkpoint there is intact"
+        ) from None
+    except RuntimeError as error:
+        if "unexpected pos" not in str(error):  # not the writer's failure: a bug to see whole
+            raise
+        # torch's zip writer turns a failed write (a full disk, a quota) into this RuntimeError
+        raise CheckpointError(
+            f"could not write {path}: the write failed (disk full? {disk_space(path)}); "
+            "the previous checkpoint there is intact"
         ) from None
     _fsync_dir(path.parent)
 

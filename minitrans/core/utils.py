@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import tempfile
 from contextlib import contextmanager
@@ -32,10 +33,25 @@ def atomic_file(path: str | os.PathLike):
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it private; give it a normal file's mode
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(error, OSError) and error.filename is None:  # a write's ENOSPC names no file
+            raise OSError(error.errno, error.strerror or str(error), path) from error
         raise
+
+
+def disk_space(path: str | os.PathLike) -> str:
+    """How much room the disk that holds ``path`` has left, for an error line: "12345 bytes free
+    on the disk of /data" (of the nearest folder that exists)."""
+    folder = os.path.abspath(path)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return f"the free space on the disk of {folder} is unknown"
+    return f"{free} bytes free on the disk of {folder}"
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:

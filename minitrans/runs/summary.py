@@ -128,4 +128,21 @@ def summary_line(summary: RunSummary, out_dir: str | Path) -> str:
     )
 
 
-__all__ = ["SUMMARY_FILE", "RunSummary", "summary_line"]
+def warmup_note(summary: RunSummary) -> str | None:
+    """A warning for a run whose time budget (``trainer.max_minutes``) ended inside the warm-up:
+    its learning rate was still rising and never reached ``trainer.lr``, so its scores say little
+    about the schedule it was given. None for any other run."""
+    trainer = summary.config.get("trainer") or {}
+    minutes, warmup, max_steps = trainer.get("max_minutes"), trainer.get("warmup_steps"), trainer.get("max_steps")
+    steps = summary.steps
+    if minutes is None or not isinstance(warmup, int) or not isinstance(steps, int):
+        return None
+    if not steps < warmup or (isinstance(max_steps, int) and steps >= max_steps):  # not the time budget's end
+        return None
+    return (
+        f"the time budget (trainer.max_minutes={minutes}) ended inside the warm-up, after {steps} of "
+        f"trainer.warmup_steps={warmup} steps: the learning rate never reached its peak (trainer.lr)"
+    )
+
+
+__all__ = ["SUMMARY_FILE", "RunSummary", "summary_line", "warmup_note"]

@@ -15,7 +15,7 @@ resumed with a different number of processes.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -42,6 +42,33 @@ class DistInfo:
     @property
     def enabled(self) -> bool:
         return self.world_size > 1
+
+
+# what torchrun sets, and init_process_group's env:// rendezvous needs
+TORCHRUN_VARIABLES = ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def torchrun_env_problem(environ: Mapping[str, str] = os.environ) -> str | None:
+    """Why this environment cannot be torchrun's, as one line, or None: a ``WORLD_SIZE`` above 1
+    left over from another job, without the ``RANK`` and rendezvous address that go with it, would
+    otherwise end in a rendezvous traceback (or a wait for processes that never come)."""
+    if "WORLD_SIZE" not in environ:
+        return None
+    advice = "unset WORLD_SIZE or start with torchrun"
+    numbers = {name: environ[name] for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK") if name in environ}
+    for name, value in numbers.items():
+        if not value.strip().isdigit():
+            return f"the environment sets {name}={value!r}, which is not a whole number; {advice}"
+    world = int(environ["WORLD_SIZE"])
+    if world <= 1:
+        return None
+    given = [f"{name}={environ[name]}" for name in TORCHRUN_VARIABLES if environ.get(name)]
+    missing = [name for name in TORCHRUN_VARIABLES if not environ.get(name)]
+    if missing:
+        return f"the environment sets {', '.join(given)} but not {', '.join(missing)} (a leftover?); {advice}"
+    if int(environ["RANK"]) >= world:
+        return f"the environment sets {', '.join(given)}, but RANK must be below WORLD_SIZE; {advice}"
+    return None
 
 
 def from_env() -> DistInfo:

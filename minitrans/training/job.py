@@ -66,13 +66,31 @@ def run_job(cfg: TrainConfig, job: Job) -> int:
         return report(str(error), 2, is_main)
     except (CheckpointError, TrainingError) as error:
         return report(str(error), 1, is_main)
-    except OSError as error:  # a full disk or a folder that went away while writing logs or results
-        return report(f"{error.filename or 'writing the run'}: {error.strerror or error}", 1, is_main)
+    except OSError as error:  # a full disk or a folder that went away while writing logs, results or caches
+        return report(os_error_line(error, job.out_dir, cfg.data.cache_dir), 1, is_main)
     except TrainingStopped as stopped:
         if is_main:  # every rank stopped at the same step
             print(f"{stopped}\n{stopped.resume_line(job.overrides, job.program)}", file=sys.stderr)
         return stopped.exit_code
     return 0
+
+
+def os_error_line(error: OSError, out_dir: str, cache_dir: str | None) -> str:
+    """One line for an OSError that ended a run: the file it names, or else (a write names no
+    file) where it may have happened; a full disk says how much room each place has left."""
+    import errno
+
+    from minitrans.core.utils import disk_space
+
+    reason = error.strerror or str(error)
+    cache_dir = os.path.expanduser(cache_dir) if cache_dir else None
+    places = [error.filename] if error.filename else [out_dir, *([cache_dir] if cache_dir else [])]
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        reason += f" ({'; '.join(dict.fromkeys(disk_space(place) for place in places))})"
+    if error.filename:
+        return f"{error.filename}: {reason}"
+    where = f"the run folder {out_dir}" + (f" or the cache {cache_dir}" if cache_dir else "")
+    return f"a write to {where} failed: {reason}"
 
 
 def report(message: str, code: int, is_main: bool = True) -> int:
@@ -81,4 +99,4 @@ def report(message: str, code: int, is_main: bool = True) -> int:
     return code
 
 
-__all__ = ["Job", "fail", "report", "run_job"]
+__all__ = ["Job", "fail", "os_error_line", "report", "run_job"]

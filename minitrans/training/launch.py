@@ -13,7 +13,9 @@ run: one gloo (or NCCL) group, one run folder, rank 0 writing the logs and check
 
 The parent only waits. It hands each stop signal (Ctrl-C, SIGTERM, submitit's SIGUSR2) to every
 process exactly once (they sit in a process group of their own, so a Ctrl-C does not reach
-them twice, which would stop them without a checkpoint), and exits with their exit code. If the
+them twice, which would stop them without a checkpoint), and exits with their exit code,
+naming the process whose failure ended the job when it could not say so itself (killed by a
+signal, or an exception that torch's wrapper keeps in a file for the parent). If the
 parent is killed outright, the processes receive SIGINT (torch sets that up), save and stop. A
 process interrupted outside the training loop's stop handling (while the data is prepared, or
 by a second signal) exits 128 + the signal, never 0.
@@ -25,6 +27,7 @@ import logging
 import logging.config
 import multiprocessing.connection
 import os
+import pickle
 import signal
 import socket
 import sys
@@ -126,25 +129,38 @@ def spawn(
             previous[sig] = signal.signal(sig, forward)
         except ValueError:  # not the main thread: signals stay where they are
             pass
+    failures: list[int] = []
     try:
-        codes = wait_for(children)
+        codes = wait_for(children, failures=failures)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     usr2 = getattr(signal, "SIGUSR2", None)
     if usr2 in received and callable(previous.get(usr2)):
         previous[usr2](usr2, None)  # the checkpoint is written: now submitit may requeue the job
+    line = failure_line(codes, failures, context.error_files)
+    if line is not None:
+        print(line, file=sys.stderr)
     return exit_code(codes)
 
 
-def wait_for(children: list, grace: float = GRACE_SECONDS) -> list[int]:
+def wait_for(children: list, grace: float = GRACE_SECONDS, failures: list[int] | None = None) -> list[int]:
     """Wait until every child has exited; once one has failed, the others get ``grace``
-    seconds to notice and are then killed. Returns their exit codes in rank order."""
+    seconds to notice and are then killed. Returns their exit codes in rank order; ``failures``
+    receives the ranks that failed, in the order they were seen (of those seen at once, the
+    ones killed by a signal first: the others fail because a peer is gone)."""
     failed_at = None
+    failures = [] if failures is None else failures
+
+    def note_failures() -> None:
+        new = [rank for rank, child in enumerate(children) if child.exitcode not in (None, 0) and rank not in failures]
+        failures.extend(sorted(new, key=lambda rank: children[rank].exitcode >= 0))
+
     while any(child.exitcode is None for child in children):
         alive = [child.sentinel for child in children if child.exitcode is None]
         multiprocessing.connection.wait(alive, timeout=1.0)
-        if failed_at is None and any(child.exitcode not in (None, 0) for child in children):
+        note_failures()
+        if failed_at is None and failures:
             failed_at = time.monotonic()
         if failed_at is not None and time.monotonic() - failed_at > grace:
             for child in children:
@@ -152,7 +168,35 @@ def wait_for(children: list, grace: float = GRACE_SECONDS) -> list[int]:
                     child.kill()
             for child in children:
                 child.join()
+    note_failures()
     return [child.exitcode for child in children]
+
+
+def failure_line(codes: list[int], failures: list[int], error_files: list[str]) -> str | None:
+    """What names the process whose failure ended the job, or None when it said why itself (an
+    ``error:`` line, a stop). A process killed by a signal (``kill -9``, the kernel's OOM killer)
+    says nothing, and the others then fail at their next collective; an exception raised in a
+    process is kept by torch's wrapper in a file the parent must print (its traceback: a bug)."""
+    if not failures:
+        return None
+    rank = failures[0]
+    code, who = codes[rank], f"training process {rank} of {len(codes)}"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"error: {who} was killed by {name} (exit code {128 - code}); the others stopped without it"
+    try:
+        with open(error_files[rank], "rb") as file:
+            trace = str(pickle.load(file)).rstrip()
+    except (OSError, EOFError, pickle.UnpicklingError, IndexError):
+        trace = ""
+    if trace:
+        return f"{trace}\nerror: {who} failed: {trace.splitlines()[-1]}"
+    if rank != 0 and codes[0] != code:  # rank 0 writes the error lines; this one would go unnamed
+        return f"error: {who} exited with code {code}"
+    return None
 
 
 def exit_code(codes: list[int]) -> int:
