@@ -50,7 +50,7 @@ def validation_losses(
     sampler = TokenBatchSampler(list(map(len, src_ids)), list(map(len, tgt_ids)), batch_tokens, shuffle=False)
     batches = list(sampler.batches())
     sums = {}
-    with eval_mode(model):
+    with eval_mode(model), torch.no_grad():  # a loss to read, not to learn from: no autograd graph
         for number in share.mine(range(len(batches))):
             indices = batches[number]
             batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
