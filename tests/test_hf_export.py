@@ -244,6 +244,7 @@ def test_heads_and_serve_take_the_folder_translate_takes(tmp_path, capsys):
 
     from helpers.checkpoints import build_cased_checkpoint as build_generated
 
+    pytest.importorskip("fastapi", reason='the web app\'s extra is not installed: pip install -e ".[demo]"')
     from minitrans.core.config import DataConfig
     from minitrans.serve.app import ServedModel
 
