@@ -400,3 +400,19 @@ def test_the_summary_line_says_when_validation_bleu_is_of_a_sample():
     assert "valid BLEU 16.70 (on 200 of 1,000 sentences) loss 2.000" in summary_line(summary, "run")
     summary.valid |= {"sentences": 1000}
     assert "valid BLEU 16.70 loss 2.000" in summary_line(summary, "run")
+
+
+def test_a_fifo_as_summary_json_is_skipped_not_waited_on(tmp_path):
+    import os
+    import signal
+
+    good = write_run(tmp_path / "sweep" / "0_a", summary(bleu=12.0))
+    bad = write_run(tmp_path / "sweep" / "1_b", None)
+    os.mkfifo(bad / "summary.json")  # nobody writes to it: reading it would wait forever
+    signal.alarm(20)
+    try:
+        runs, skipped = find_runs([tmp_path / "sweep"])
+    finally:
+        signal.alarm(0)
+    assert [run.folder for run in runs] == [good]
+    assert [job.folder for job in skipped] == [bad] and "a FIFO, not a regular file" in skipped[0].reason

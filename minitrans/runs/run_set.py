@@ -6,13 +6,13 @@ compared as if they were one experiment."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from minitrans.core.saved_config import model_from_dict
+from minitrans.core.textio import read_json
 from minitrans.runs.summary import SUMMARY_FILE as SUMMARY  # noqa: F401 (compare.py names it)
 from minitrans.runs.summary import RunSummary
 
@@ -99,7 +99,7 @@ def read_evals(folder: Path) -> list[dict]:
     reports = []
     for path in sorted((Path(folder) / EVAL_DIR).glob("*.json")):
         try:
-            report = json.loads(path.read_text(encoding="utf-8"))
+            report = read_json(path)  # regular and bounded: a FIFO is skipped, not waited on
         except (OSError, ValueError):
             continue
         if isinstance(report, dict) and {"split", "beam", "bleu"} <= report.keys():

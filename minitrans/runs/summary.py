@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from minitrans.core.textio import JSON_LIMIT, read_bounded
 from minitrans.core.utils import write_atomic
 
 SUMMARY_FILE = "summary.json"
@@ -57,8 +58,9 @@ class RunSummary:
         path = Path(path)
         if path.is_dir():
             path = path / SUMMARY_FILE
+        data = read_bounded(path, JSON_LIMIT)  # a FIFO or /dev/zero as summary.json: ValueError, no hang
         try:
-            values = json.loads(path.read_text(encoding="utf-8"))  # a truncated file: ValueError
+            values = json.loads(data.decode("utf-8"))  # a truncated file: ValueError
         except RecursionError:
             raise ValueError(f"{path} is nested too deeply to be a summary") from None
         if not isinstance(values, dict):
