@@ -4,6 +4,7 @@ ending bitwise where the uninterrupted 2-process run ends."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import signal
@@ -294,3 +295,30 @@ def test_a_full_disk_in_a_two_process_run_is_one_line_and_last_pt_stays(tmp_path
     assert len(errors) == 1 and errors[0].startswith(f"error: could not write {last}: the write failed"), errors
     assert "bytes free on the disk of" in errors[0] and errors[0].endswith("the previous checkpoint there is intact")
     assert state(run)["step"] == 3 and "test BLEU" not in done.stdout
+
+
+class FakeChild:
+    """What wait_for reads of a process: its exit code (None while it runs) and a sentinel."""
+
+    def __init__(self, exitcode):
+        self.exitcode, self.killed = exitcode, False
+        self.reader, self.writer = multiprocessing.Pipe(duplex=False)
+        self.sentinel = self.reader  # never ready: wait() returns at its timeout
+
+    def kill(self):
+        self.killed, self.exitcode = True, -signal.SIGKILL
+
+    def join(self):
+        pass
+
+
+def test_a_peer_that_exits_0_while_another_still_runs_gets_it_killed_after_a_grace(monkeypatch):
+    """A Ctrl-C that torch's wrapper swallows makes its process exit 0 and leaves the other one
+    waiting in a collective for it: the job must end (after ``early`` seconds), not hang."""
+    clock = iter(range(0, 10_000, 10))  # each look at the clock is 10 s later
+    monkeypatch.setattr(launch.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(launch.multiprocessing.connection, "wait", lambda objects, timeout: [])
+    done, stuck = FakeChild(0), FakeChild(None)
+    assert launch.wait_for([done, stuck], grace=5, early=30) == [0, -signal.SIGKILL] and stuck.killed
+    finished = [FakeChild(0), FakeChild(0)]  # a job's normal end: nobody is killed
+    assert launch.wait_for(finished) == [0, 0] and not any(child.killed for child in finished)

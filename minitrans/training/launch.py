@@ -138,18 +138,26 @@ def spawn(
     usr2 = getattr(signal, "SIGUSR2", None)
     if usr2 in received and callable(previous.get(usr2)):
         previous[usr2](usr2, None)  # the checkpoint is written: now submitit may requeue the job
+    if received and 0 in codes and all(code in (0, -signal.SIGKILL) for code in codes):  # a stop, not a crash:
+        return 128 + received[0]  # the process that swallowed it exited 0; its stuck peers were killed
     line = failure_line(codes, failures, context.error_files)
     if line is not None:
         print(line, file=sys.stderr)
     return exit_code(codes)
 
 
-def wait_for(children: list, grace: float = GRACE_SECONDS, failures: list[int] | None = None) -> list[int]:
+def wait_for(
+    children: list, grace: float = GRACE_SECONDS, failures: list[int] | None = None, early: float | None = None
+) -> list[int]:
     """Wait until every child has exited; once one has failed, the others get ``grace``
-    seconds to notice and are then killed. Returns their exit codes in rank order; ``failures``
+    seconds to notice and are then killed. One that exits 0 while others still run (the ranks
+    of a job end together, after one last barrier) gives them ``early`` seconds (default twice
+    ``grace``): a process whose Ctrl-C torch's wrapper swallowed exits 0 and leaves its peers
+    waiting for it in a collective. Returns their exit codes in rank order; ``failures``
     receives the ranks that failed, in the order they were seen (of those seen at once, the
     ones killed by a signal first: the others fail because a peer is gone)."""
     failed_at = None
+    early = 2 * grace if early is None else early
     failures = [] if failures is None else failures
 
     def note_failures() -> None:
@@ -162,6 +170,8 @@ def wait_for(children: list, grace: float = GRACE_SECONDS, failures: list[int] |
         note_failures()
         if failed_at is None and failures:
             failed_at = time.monotonic()
+        elif failed_at is None and any(child.exitcode == 0 for child in children):
+            failed_at = time.monotonic() - grace + early  # the same kill, ``early`` seconds on
         if failed_at is not None and time.monotonic() - failed_at > grace:
             for child in children:
                 if child.exitcode is None:
