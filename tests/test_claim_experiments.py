@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
+from helpers.compose import compose_experiment
 
-from minitrans.core.hydra_config import register_configs, to_dataclass
+from minitrans.core.hydra_config import to_dataclass
 from minitrans.core.hydra_sweep import swept_keys
 from minitrans.models.build import VocabSizes, build_model
 from minitrans.runs.compare import compare
@@ -26,16 +25,6 @@ SWEEPS = {
     "claim_positions": ("model.positions", ["sinusoidal", "learned", "none"]),
     "claim_context": ("model.cross_attention", ["attention", "fixed_mean"]),
 }
-
-
-def compose_experiment(*overrides: str, hydra: bool = False):
-    register_configs()
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-            return compose(config_name="train", overrides=list(overrides), return_hydra_config=hydra)
-    finally:
-        GlobalHydra.instance().clear()
 
 
 @pytest.mark.parametrize("experiment", sorted(SWEEPS))

@@ -42,21 +42,11 @@ def test_a_new_folder_never_collides_with_an_existing_one(tmp_path):
 
 
 def test_the_default_run_folder_is_claimed_through_the_resolver(tmp_path, monkeypatch):
-    from conftest import REPO
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from helpers.compose import compose_experiment
     from omegaconf import OmegaConf
 
-    from minitrans.core.hydra_config import register_configs
-
     monkeypatch.chdir(tmp_path)
-    register_configs()
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-            cfg = compose(config_name="train", return_hydra_config=True)
-    finally:
-        GlobalHydra.instance().clear()
+    cfg = compose_experiment(hydra=True)
     raw = OmegaConf.to_container(cfg.hydra.run, resolve=False)["dir"]
     assert raw.startswith("${new_folder:outputs/")
     stamp = time.strftime("%Y-%m-%d/%H-%M-%S")

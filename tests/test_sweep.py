@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import needs_sweep_plugin
+from helpers.compose import compose_experiment
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
@@ -261,16 +262,6 @@ def test_a_diverging_trial_is_a_failed_trial_of_an_optuna_search(tmp_path, max_f
     else:
         assert done.returncode == 1 and not results.exists(), output
         assert re.search(r"^trial \S+ failed; its error line is above$", done.stderr, re.MULTILINE), output
-
-
-def compose_experiment(*overrides: str, hydra: bool = False):
-    register_configs()
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-            return compose(config_name="train", overrides=list(overrides), return_hydra_config=hydra)
-    finally:
-        GlobalHydra.instance().clear()
 
 
 def test_heads_dk_matched_holds_h_times_d_k_at_128_and_sweeps_only_the_heads():
