@@ -57,11 +57,7 @@ def read_bounded(path: str | Path, limit: int) -> bytes:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a missing file: OSError
     try:
         info = os.fstat(fd)  # of what was opened, not of a name that may have changed since
-        if not stat.S_ISREG(info.st_mode):
-            kind = (
-                "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode) else "not a file"
-            )
-            raise ValueError(f"{path.name} is {kind}, not a regular file")
+        _check_regular(path, info.st_mode)
         if info.st_size > limit:
             raise ValueError(f"{path.name} has {info.st_size:,} bytes; at most {limit:,} are read")
         with os.fdopen(fd, "rb", closefd=False) as file:
@@ -75,10 +71,13 @@ def read_bounded(path: str | Path, limit: int) -> bytes:
 
 def check_regular_file(path: str | Path) -> None:
     """ValueError unless ``path`` is a regular file (a symlink to one included); OSError if missing."""
-    mode = os.stat(path).st_mode
+    _check_regular(Path(path), os.stat(path).st_mode)
+
+
+def _check_regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
         kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) else "not a file"
-        raise ValueError(f"{Path(path).name} is {kind}, not a regular file")
+        raise ValueError(f"{path.name} is {kind}, not a regular file")
 
 
 def read_json(path: str | Path, limit: int = JSON_LIMIT) -> Any:

@@ -241,17 +241,23 @@ PARTIAL_TAG = "partial-"
 PARTIAL_MARKER = ".minitrans-partial-export"  # inside a staging folder: only folders holding it are cleaned
 
 
+def shareable_path(value: str | None) -> str | None:
+    """A ``data.root`` or ``data.path`` as others may see it: a local path cut to its last part,
+    a Hub id (``bentrevett/multi30k``) whole."""
+    if isinstance(value, str) and value and (Path(value).expanduser().exists() or value[0] in "/~."):
+        return Path(value).expanduser().name
+    return value
+
+
 def shareable_config(config: dict | None) -> dict | None:
     """A run's configuration as an export gives it to others: without this machine's paths —
-    no ``data.cache_dir``, and a local ``data.root`` or ``data.path`` cut to its last part
-    (a Hub id such as ``bentrevett/multi30k`` stays whole)."""
+    no ``data.cache_dir``, and ``data.root`` / ``data.path`` as :func:`shareable_path` gives them."""
     if not isinstance(config, dict) or not isinstance(config.get("data"), dict):
         return config
     data = {key: value for key, value in config["data"].items() if key != "cache_dir"}
     for key in ("root", "path"):
-        value = data.get(key)
-        if isinstance(value, str) and value and (Path(value).expanduser().exists() or value[0] in "/~."):
-            data[key] = Path(value).expanduser().name
+        if key in data:
+            data[key] = shareable_path(data[key])
     return {**config, "data": data}
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minitrans.core.languages import language_name
-from minitrans.inference.export import shareable_config
+from minitrans.inference.export import shareable_path
 from minitrans.inference.model_card import find_summary
 from minitrans.models.interface import count_parameters
 
@@ -79,8 +79,7 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
     """The README.md of a shared folder for the model ``translator`` loaded from ``checkpoint``."""
     data, model = translator.run_config.data, translator.run_config.model  # a checkpoint always has one
     src, tgt = data.src_lang, data.tgt_lang
-    shared = shareable_config({"data": {"root": data.root, "path": data.path}})["data"]  # none of our paths
-    corpus = shared["path"] or shared["root"] or data.name
+    corpus = shareable_path(data.path) or shareable_path(data.root) or data.name  # none of our paths
     found = find_summary(checkpoint)
     summary = found[0] if found is not None else {}
     test = summary.get("test") or {}
