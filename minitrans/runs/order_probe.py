@@ -75,6 +75,10 @@ def role_words(golds: Sequence[str]) -> set[str]:
     return {row[p] for p in range(min(map(len, rows))) if len({r[p] for r in rows}) > 1 for row in rows}
 
 
+def _kept(text: str, vocabulary: set[str]) -> list[str]:
+    return [word for word in _words(text) if word in vocabulary]
+
+
 def _first_of(words: Sequence[str], nouns: set[str]) -> str | None:
     return next((word for word in words if word in nouns), None)
 
@@ -100,11 +104,10 @@ def score_order_probe(
         golds = [gold.strip() for _, gold in pairs]
         outputs = [next(hypotheses) for _ in pairs]
         vocabulary = role_words(golds)
-        keep = lambda text: [word for word in _words(text) if word in vocabulary]  # noqa: E731
-        gold_roles = [keep(gold) for gold in golds]
+        gold_roles = [_kept(gold, vocabulary) for gold in golds]
         nouns = {_words(gold)[1] for gold in golds}  # every gold opens with its head: article, noun
         for (source, _), gold, roles, output in zip(pairs, golds, gold_roles, outputs):
-            found = keep(output)
+            found = _kept(output, vocabulary)
             verdict = "right" if found == roles else "another's" if found in gold_roles else "neither"
             probe.right += verdict == "right"
             probe.another += verdict == "another's"
