@@ -195,3 +195,31 @@ def measure_self_attention_roles(
         ]
         for kind, layers in totals.items()
     }
+
+
+ROLE_LABELS = {"previous": "previous-token", "next": "next-token", "subject": "subject", "alignment": "alignment"}
+
+
+def map_roles(
+    maps: dict[str, Sequence[Tensor]], aer_by_head: Sequence[Sequence[float]] | None = None
+) -> dict[str, list[list[str]]]:
+    """The roles each head shows on one sentence's maps ``{kind: [per-layer (H, L, L)]}``, as
+    the explorer and TensorBoard's cards name them: previous-/next-token shares of each self-
+    attention map (the whole sentence, no padding), and "alignment" for a cross-attention head
+    whose AER on the sentence (``aer_by_head`` [layer][head], when its gold is known) passes
+    its threshold: {kind: [layer][head] labels joined by ", " ("" for none)}. Reads the maps
+    only (no model call, no random draw)."""
+    named: dict[str, list[list[str]]] = {}
+    for kind, layers in maps.items():
+        named[kind] = []
+        for layer, weights in enumerate(layers):
+            heads = []
+            for head in range(weights.shape[0]):
+                scores = {}
+                if kind != "cross":
+                    one = weights[head][None, None].float()  # (1, 1, L, L)
+                    scores = {"previous": float(previous_token_share(one)), "next": float(next_token_share(one))}
+                aer = aer_by_head[layer][head] if kind == "cross" and aer_by_head is not None else None
+                heads.append(", ".join(ROLE_LABELS[role] for role in name_roles(scores, aer)))
+            named[kind].append(heads)
+    return named

@@ -41,6 +41,7 @@ from torch.utils.tensorboard.summary import hparams as hparams_summaries
 from minitrans.inference.translator import sentence_tokens
 from minitrans.runs.alignment import AlignmentReport
 from minitrans.runs.attention_stats import attention_entropy
+from minitrans.runs.head_roles import map_roles
 from minitrans.runs.heads import heads_heatmap
 from minitrans.runs.sharing import ALONE, Share
 from minitrans.runs.summary import RunSummary
@@ -157,9 +158,13 @@ def attention_images(translator, src_ids, hypothesis: str | list[int], title_pre
 
 
 def _sample_cards(translator, src_ids, hypothesis, title_prefix: str) -> tuple[dict, dict[str, float]] | None:
-    """:func:`attention_images` and each layer's mean row entropy, from one teacher-forced pass."""
+    """:func:`attention_images` and each layer's mean row entropy, from one teacher-forced pass;
+    a self-attention card names its head's role where the head's share on this map passes its
+    threshold (:func:`minitrans.runs.head_roles.map_roles`: it reads the maps, nothing else)."""
     found = _sample_maps(translator, src_ids, hypothesis)
-    return None if found is None else (attention_card_images(*found, title_prefix), attention_entropy(found[0]))
+    if found is None:
+        return None
+    return attention_card_images(*found, title_prefix, roles=map_roles(found[0])), attention_entropy(found[0])
 
 
 def _sample_maps(translator, src_ids, hypothesis: str | list[int]):
