@@ -3,8 +3,10 @@
 Claim 3 of docs/claims.md (self-attention on its own has no notion of order): --sets order sets
 of the embedded grammar (four sentences of the same words whose roles differ only by word
 order: "the dog that the man sees sleeps", "the man that the dog sees sleeps", ...) are
-translated greedily, and each translation is counted right (its own gold), another's (the gold
-of another sentence of its set: the roles wrong) or neither (minitrans/runs/order_probe.py).
+translated greedily, and each translation's role words (the nouns and the articles and pronoun
+that mark their case) are counted right (its own gold's), another's (another sentence's of its
+set: the roles swapped) or neither, beside exact matches and the share whose first noun is the
+gold's (minitrans/runs/order_probe.py).
 Prints one line per run and writes RUN/order_probe.json; runs of another corpus are skipped.
 """
 
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from minitrans.runs.order_probe import oriented_sets, score_order_probe
 
     measured = 0
-    print(f"{'run':<50}{'right':>8}{'another':>9}{'neither':>9}{'alike':>7}")
+    print(f"{'run':<50}{'right':>8}{'another':>9}{'neither':>9}{'exact':>8}{'1st noun':>9}{'alike':>9}")
     for run in args.runs:
         try:
             checkpoint = resolve_checkpoint(run)
@@ -55,12 +57,16 @@ def main(argv: list[str] | None = None) -> int:
         summary = probe.summary()
         print(
             f"{str(run):<50}{summary['order_probe_right']:>8.3f}{summary['order_probe_another']:>9.3f}"
-            f"{summary['order_probe_neither']:>9.3f}{probe.sets_alike:>4}/{probe.sets}"
+            f"{summary['order_probe_neither']:>9.3f}{summary['order_probe_exact']:>8.3f}"
+            f"{summary['order_probe_first_noun']:>9.3f}{probe.sets_alike:>5}/{probe.sets}"
         )
         folder = CheckpointFolder.run_folder_of(checkpoint)
         write_atomic(Path(folder) / "order_probe.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
         measured += 1
-    print("right: own gold translation; another: another sentence's of its set; alike: sets translated alike")
+    print(
+        "right / another / neither: the role words (nouns, case marks) are its own gold's / another sentence's of "
+        "its set / neither; exact: the whole gold; 1st noun: the gold's first noun first; alike: sets translated alike"
+    )
     return 0 if measured else 1
 
 
