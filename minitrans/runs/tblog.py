@@ -6,7 +6,9 @@ Tags written here, all into the run's own event file:
     samples/translations                       text: a table of the sample sentences (source,
                                                reference, hypothesis), one per validation
     attention_{kind}/sample{i}/layer{n}/head{h}   image: one head's map, every card the same size
-                                               (kind: cross, dec_self, enc_self)
+                                               (kind: cross, dec_self, enc_self); its title names
+                                               the head's role where its share on this map passes
+                                               the threshold ("· previous-token": runs/head_roles.py)
     attention/none                             text, for a model without attention (fixed-context RNN)
     attention_entropy/{kind}_layer{n}          scalar: the mean row entropy (nats) of that layer's maps on
                                                the sample sentences (runs/attention_stats.py)
