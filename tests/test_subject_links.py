@@ -96,3 +96,22 @@ def test_a_real_models_subject_shares_are_shares_and_batching_does_not_change_th
             assert 0.0 < scores["subject"] < 1.0
             assert scores["subject"] == pytest.approx(again["subject"], abs=1e-6)
     assert "subject" not in measure_self_attention_roles(model, src_ids, tgt_ids)["enc_self"][0][0]
+
+
+def test_the_subject_probe_is_oriented_by_the_runs_languages_and_its_links_lie_inside_the_sentences():
+    from minitrans.core.config import DataConfig
+    from minitrans.data.tokenizer import Tokenizer
+    from minitrans.runs.head_roles import subject_probe
+
+    pairs = subject_pairs(30, seed=0, max_words=12)
+    tokenizer = Tokenizer.train([p.en for p in pairs], [p.de for p in pairs], vocab_size=400)
+    data = DataConfig(max_words=12)
+    src_ids, tgt_ids, links = subject_probe(tokenizer, data, 30)
+    assert len(src_ids) == len(tgt_ids) == len(links) == 30
+    assert tokenizer.src.decode(src_ids[0][:-1]) == pairs[0].en
+    for src, tgt, link in zip(src_ids, tgt_ids, links):
+        assert link["enc_self"] and all(max(q + k) < len(src) - 1 for q, k in link["enc_self"])  # not the EOS
+        assert all(max(k) < min(q) <= len(tgt) for q, k in link["dec_self"])  # BOS + target, subject first
+    flipped = subject_probe(tokenizer, DataConfig(max_words=12, src_lang="de", tgt_lang="en"), 30)
+    assert tokenizer.src.decode(flipped[0][0][:-1]) == pairs[0].de
+    assert subject_probe(tokenizer, DataConfig(name="multi30k", src_lang="de", tgt_lang="en"), 30) is None
