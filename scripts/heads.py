@@ -5,7 +5,9 @@ the references of a split, the AER of every cross-attention head and of each lay
 averaged (Och & Ney; lower is better), with the best head named. Importance (any Transformer
 run): each head masked alone (its columns of the output projection zeroed), then heads masked
 cumulatively from the least important, with the change in validation loss and greedy BLEU.
-Roles: each head's previous-/next-token share of self-attention weight and its AER, beside its
+Roles: each head's previous-/next-token share of self-attention weight, its subject share (the
+weight a verb puts on its subject across a relative clause, on --subject-pairs sentences the
+run's grammar generates with their gold links; embedded corpus only) and its AER, beside its
 ablation cost, with the role named where a score passes its stated threshold.
 Writes aer.json, aer.png, ablation.json, ablation.txt, ablation.png, roles.json and roles.txt
 into --out (default RUN/heads/) and prints the tables. The fixed-context RNN (model=rnn) has no
@@ -31,7 +33,7 @@ from minitrans.inference.hf_folder import is_hf_export
 from minitrans.inference.translator import Translator
 from minitrans.runs.alignment import gold_for_pairs, measure_alignment
 from minitrans.runs.evaluation import evaluate_split, validation_loss
-from minitrans.runs.head_roles import ROLE_THRESHOLDS, measure_self_attention_roles, name_roles
+from minitrans.runs.head_roles import ROLE_THRESHOLDS, measure_self_attention_roles, name_roles, subject_probe
 from minitrans.runs.heads import ablate_heads, all_heads, heads_heatmap
 
 
@@ -44,6 +46,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--bleu-limit", type=cli_number(int, 0), default=200, help="pairs translated per BLEU (0: no BLEU; default 200)"
     )
     parser.add_argument("--batch-tokens", type=cli_number(int, 1), default=4096, help="tokens per loss batch")
+    parser.add_argument(
+        "--subject-pairs",
+        type=cli_number(int, 0),
+        default=200,
+        help="generated pairs scoring the verb-to-subject role (0: none; default 200)",
+    )
     parser.add_argument("--no-ablation", action="store_true", help="only the alignment measure")
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="default: cpu")
     parser.add_argument("--out", type=Path, default=None, help="folder for the results (default: RUN/heads)")
@@ -116,16 +124,32 @@ def ablation_report(translator, sources, references, src_ids, tgt_ids, args, out
     return ablation
 
 
-def roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out: Path) -> None:
+def subject_scores(translator, count: int) -> dict[str, list[list[float]]]:
+    """{kind: [layer][head] subject share} on ``count`` generated pairs with gold links ({} for
+    another corpus or count 0)."""
+    probe = (
+        subject_probe(translator.tokenizer, translator.run_config.data, count, translator.max_len) if count else None
+    )
+    if not probe or not probe[0]:
+        return {}
+    roles = measure_self_attention_roles(translator.model, *probe[:2], translator.device, links=probe[2])
+    print(f"subject role: {len(probe[0])} generated pairs, each verb's weight on its subject across a relative clause")
+    return {kind: [[head["subject"] for head in layer] for layer in layers] for kind, layers in roles.items()}
+
+
+def roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out: Path, subject_pairs: int = 0) -> None:
     """Each head's role scores beside its ablation cost, the role named where a score passes
     its threshold (minitrans/runs/head_roles.py); written to roles.json and roles.txt."""
     if not all_heads(translator.model):
         return
     roles = measure_self_attention_roles(translator.model, src_ids, tgt_ids, translator.device)
+    subjects = subject_scores(translator, subject_pairs)
     deltas = ablation.deltas("loss") if ablation is not None else {}
     rows = []
     for kind, layer, head in all_heads(translator.model):
         scores = dict(roles[kind][layer][head]) if kind in roles else {}
+        if kind in subjects:
+            scores["subject"] = subjects[kind][layer][head]
         aer = aer_grid[layer][head] if kind == "cross" and aer_grid is not None else None
         if aer is not None:
             scores["aer"] = aer
@@ -139,9 +163,9 @@ def roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out: Path) ->
 
     thresholds = ", ".join(f"{role} {value}" for role, value in ROLE_THRESHOLDS.items())
     lines = [f"head roles (named at: share >= threshold, AER <= {ROLE_THRESHOLDS['alignment_aer']}; {thresholds}):"]
-    lines.append(f"{'head':<16}{'previous':>9}{'next':>9}{'AER':>9}{'Δ loss':>9}  role")
+    lines.append(f"{'head':<16}{'previous':>9}{'next':>9}{'subject':>9}{'AER':>9}{'Δ loss':>9}  role")
     for row in rows:
-        values = "".join(cell(row.get(key)) for key in ("previous", "next", "aer", "delta_loss"))
+        values = "".join(cell(row.get(key)) for key in ("previous", "next", "subject", "aer", "delta_loss"))
         lines.append(f"{row['head']:<16}{values}  {', '.join(row['roles']) or '-'}")
     text = "\n".join(lines)
     print(text)
@@ -186,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     ablation = None
     if not args.no_ablation:
         ablation = ablation_report(translator, sources, references, src_ids, tgt_ids, args, out)
-    roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out)
+    roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out, args.subject_pairs)
     if aer_grid is None and ablation is None and not all_heads(translator.model):
         print(f"nothing was measured (see above); nothing was written into {out}")
         return 1

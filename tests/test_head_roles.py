@@ -92,3 +92,13 @@ def test_roles_of_a_real_model_are_shares_and_batching_does_not_change_them():
         for layer, again in zip(layers, one_by_one[kind]):
             for scores, other in zip(layer, again):
                 assert scores == pytest.approx(other, abs=1e-6)
+
+
+def test_map_roles_names_a_head_from_its_own_map_and_a_cross_head_from_its_aer():
+    from minitrans.runs.head_roles import map_roles
+
+    self_maps = torch.cat([shifted(-1), uniform(), shifted(+1)], dim=1)[0]  # (3, L, L)
+    cross = uniform()[0].repeat(2, 1, 1)  # (2, L, L)
+    roles = map_roles({"enc_self": [self_maps], "cross": [cross]}, aer_by_head=[[0.1, 0.9]])
+    assert roles == {"enc_self": [["previous-token", "", "next-token"]], "cross": [["alignment", ""]]}
+    assert map_roles({"cross": [cross]}) == {"cross": [["", ""]]}  # no gold: no alignment named

@@ -110,10 +110,14 @@ def test_heads_script_writes_alignment_and_ablation_of_a_generated_corpus_run(tm
     ablation = json.loads((run / "heads" / "ablation.json").read_text())
     assert len(ablation["heads_delta"]) == 3 * 1 * 2 and len(ablation["heads_cumulative"]) == 6
     assert all((run / "heads" / name).stat().st_size > 0 for name in ("aer.png", "ablation_loss.png", "ablation.txt"))
-    assert "best head: layer 0" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "best head: layer 0" in printed
     roles = json.loads((run / "heads" / "roles.json").read_text())
     assert len(roles["heads"]) == 6 and {"previous", "next", "delta_loss", "roles"} <= set(roles["heads"][0])
     assert "aer" in roles["heads"][-1] and roles["thresholds"]["previous"] == 0.5
+    self_heads = [row for row in roles["heads"] if not row["head"].startswith("cross")]
+    assert self_heads and all(0.0 < row["subject"] < 1.0 for row in self_heads)  # an untrained model spreads it
+    assert "subject" not in roles["heads"][-1] and "subject role: " in printed
 
 
 def test_a_split_without_gold_alignments_reports_no_aer_and_keeps_the_real_one(tmp_path, capsys):

@@ -152,6 +152,21 @@ def test_attention_has_a_map_per_kind_layer_and_head_shaped_by_its_tokens(client
                 assert all(abs(sum(row) - 1) < 1e-3 for row in head)  # softmax rows, rounded to 4 decimals
                 if kind == "dec_self":  # masked: nothing from the future
                     assert all(w == 0 for r, row in enumerate(head) for w in row[r + 1 :])
+    # each head's role on this sentence, named from its own map (scripts/heads.py's thresholds)
+    roles = attention["roles"]
+    assert {kind: [len(layer) for layer in layers] for kind, layers in roles.items()} == {
+        kind: [len(layer) for layer in maps] for kind, maps in attention["maps"].items()
+    }
+    for kind, layers in roles.items():
+        for layer, heads in enumerate(layers):
+            for head, role in enumerate(heads):
+                assert "alignment" not in role  # no gold for this corpus
+                if kind == "cross":
+                    assert role == ""
+                    continue
+                weights = attention["maps"][kind][layer][head]
+                previous = sum(weights[r][r - 1] for r in range(1, len(weights))) / max(len(weights) - 1, 1)
+                assert ("previous-token" in role) == (previous >= 0.5)
     assert transformer["translations"][1]["attention"] is None  # a blank sentence has nothing to draw
     assert rnn["translations"][0]["attention"]["maps"] == {}
 

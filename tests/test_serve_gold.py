@@ -74,6 +74,7 @@ def test_a_picked_test_sentence_comes_back_with_its_gold_links_and_each_heads_ae
                 best = word_alignments(maps[head, : len(tgt_ids), : len(src_ids) - 1], src_words, tgt_words)
                 want = aer(as_links(best.tolist()), gold_links)
                 assert gold["aer_by_head"][layer][head] == pytest.approx(want)
+                assert ("alignment" in attention["roles"]["cross"][layer][head]) == (want <= 0.3)
                 assert 0.0 <= want <= 1.0
 
         # the cells, read back as word links, are the gold links: sure ones marked sure

@@ -170,3 +170,19 @@ def test_a_models_maps_match_the_token_axes(tokenizer):
     cards = attention_cards(translator.attention_maps(src_ids, tgt_ids), src_tokens, tgt_in_tokens, tgt_out_tokens)
     layers = sorted({key.rsplit("/", 1)[0] for key in cards})
     assert layers == ["cross/layer1", "cross/layer2", "dec_self/layer1", "dec_self/layer2", "enc_self/layer1"]
+
+
+def test_a_cards_title_names_its_heads_role_and_the_fast_cards_draw_it_the_same():
+    src, tgt_in = ["▁a", "▁b", "▁c", "</s>"], ["<s>", "▁x", "▁y"]
+    tgt_out = [*tgt_in[1:], "</s>"]
+    attention = {"enc_self": [random_maps(2, len(src), len(src), 0)]}
+    roles = {"enc_self": [["previous-token", ""]]}
+    cards = attention_cards(attention, src, tgt_in, tgt_out, "sample 0 · ", roles=roles)
+    titles = {key: fig._suptitle.get_text().replace("\n", " ") for key, fig in cards.items()}
+    assert titles == {
+        "enc_self/layer1/head1": "sample 0 · encoder self · layer 1/1 · head 1/2 · previous-token",
+        "enc_self/layer1/head2": "sample 0 · encoder self · layer 1/1 · head 2/2",
+    }
+    images = attention_card_images(attention, src, tgt_in, tgt_out, "sample 0 · ", roles=roles)
+    for key, fig in cards.items():
+        assert (images[key] == figure_to_array(fig)).all(), key

@@ -320,3 +320,44 @@ def render_aligned(sentence: Sentence) -> tuple[str, str, str]:
         sources = english_words.get(origin, [])
         links += [f"{i}{'-' if len(sources) == 1 else '?'}{j}" for i in sources]
     return en, de, " ".join(links)
+
+
+# ------------------------------------------------------------------- long-range syntax links
+SubjectLink = tuple[list[int], list[int]]  # (the verb's word indices, its subject's head nouns')
+
+
+def _clauses(sentence: Sentence) -> list[Clause]:
+    """Every clause of a sentence tree in reading order (mains, their subordinates, "that" clauses)."""
+    found: list[Clause] = []
+
+    def visit(clause: Clause) -> None:
+        found.append(clause)
+        if clause.complement:
+            visit(clause.complement)
+
+    for main in sentence.mains:
+        for part in (main.fronted, main, main.trailing):
+            if part is not None:
+                visit(part.clause)
+    return found
+
+
+def subject_links(sentence: Sentence) -> tuple[list[SubjectLink], list[SubjectLink]]:
+    """English and German links from a clause's verb to its subject, for each clause whose subject
+    carries a relative clause (so the two are apart: "the dog that the man sees sleeps" links
+    "sleeps" to "dog"): word indices as :func:`render_aligned` counts them (split at spaces).
+    The subject's head nouns are linked (both conjuncts of "the cat and the dog that ..."), not
+    its articles or the relative clause; the verb's words are all its words ("looks for")."""
+    (_, en_origins), (_, de_origins) = (_join(tokens) for tokens in _tokens(sentence))
+    sides = []
+    for origins in (en_origins, de_origins):
+        where: dict[Hashable, list[int]] = {}
+        for i, origin in enumerate(origins):
+            where.setdefault(origin, []).append(i)
+        links = []
+        for clause in _clauses(sentence):
+            if any(isinstance(np.modifier, RelativeClause) for np in clause.subject):
+                nouns = [i for np in clause.subject for i in where.get((np, "noun"), [])]
+                links.append((where.get((clause, "verb"), []), nouns))
+        sides.append(links)
+    return sides[0], sides[1]

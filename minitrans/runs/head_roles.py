@@ -25,9 +25,13 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import Tensor
 
+from minitrans.core.config import DataConfig
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import collate
+from minitrans.data.probes import subject_pairs
+from minitrans.data.tokenizer import Tokenizer
 from minitrans.models.interface import Seq2SeqModel
+from minitrans.runs.alignment import piece_words
 
 # A score at or past its threshold names the role (AER: at or below).
 ROLE_THRESHOLDS = {"previous": 0.5, "next": 0.5, "subject": 0.5, "alignment_aer": 0.3}
@@ -74,13 +78,62 @@ def linked_share(weights: Tensor, links: Iterable[tuple[int, Sequence[int], Sequ
     ``weights`` (B, H, Lq, Lk); each link is (sentence b, query positions, key positions), e.g.
     the pieces of a verb and the pieces of its gold subject: the weight of each query row summed
     over the key positions, then averaged over the link's rows, then over links -> (H,)."""
-    scores = []
+    total, count = linked_sums(weights, links)
+    return total / count if count else total
+
+
+def linked_sums(weights: Tensor, links: Iterable[tuple[int, Sequence[int], Sequence[int]]]) -> tuple[Tensor, int]:
+    """:func:`linked_share`'s sum over links (not yet averaged) and the number of links, so that
+    batches add up: ((H,), links)."""
+    total, count = torch.zeros(weights.shape[1], dtype=weights.dtype), 0
     for b, rows, columns in links:
         part = weights[b][:, list(rows)][:, :, list(columns)]  # (H, rows, columns)
-        scores.append(part.sum(dim=-1).mean(dim=-1))  # (H,)
-    if not scores:
-        return torch.zeros(weights.shape[1], dtype=weights.dtype)
-    return torch.stack(scores).mean(dim=0)  # (H,)
+        total += part.sum(dim=-1).mean(dim=-1)  # (H,)
+        count += 1
+    return total, count
+
+
+def piece_positions(pieces: Sequence[str], words: Iterable[int], offset: int = 0) -> list[int]:
+    """The positions of the pieces of ``words`` (word indices, words split at spaces) that hold
+    a letter: "sleeps." is "▁sleeps" and ".", and only "▁sleeps" is the verb. ``offset`` shifts
+    the positions (1 in the decoder, whose input starts with BOS)."""
+    wanted, of_word = set(words), piece_words(pieces)
+    return [p + offset for p, piece in enumerate(pieces) if of_word[p] in wanted and any(c.isalpha() for c in piece)]
+
+
+def subject_links_at_pieces(
+    src_pieces: Sequence[str], tgt_pieces: Sequence[str], src_links: Sequence, tgt_links: Sequence
+) -> dict[str, list[tuple[list[int], list[int]]]]:
+    """Word links from a verb to its subject (:func:`minitrans.data.grammar.subject_links`) as
+    (query positions, key positions) of the encoder's and the decoder's self-attention. The
+    decoder's positions are shifted by its BOS, and a link is kept there only when the subject
+    comes before the verb (the causal decoder cannot look ahead: "Oft bringt der Sohn, ...")."""
+    enc = [(piece_positions(src_pieces, verb), piece_positions(src_pieces, nouns)) for verb, nouns in src_links]
+    dec = [(piece_positions(tgt_pieces, verb, 1), piece_positions(tgt_pieces, nouns, 1)) for verb, nouns in tgt_links]
+    dec = [(rows, columns) for rows, columns in dec if rows and columns and max(columns) < min(rows)]
+    return {"enc_self": [link for link in enc if link[0] and link[1]], "dec_self": dec}
+
+
+def subject_probe(tokenizer: Tokenizer, data: DataConfig, count: int = 200, max_len: int | None = None, seed: int = 0):
+    """Pairs of the run's grammar (``data`` of the embedded corpus: its languages and lengths)
+    whose verbs have subjects across relative clauses: (source ids ending in EOS, target ids,
+    links per pair for :func:`measure_self_attention_roles`); None for any other corpus. Pairs
+    longer than ``max_len`` pieces on either side are left out (so no link is cut)."""
+    if data.name != "generated":
+        return None
+    pairs = subject_pairs(count, seed, data.min_words, data.max_words)
+    is_english_source = data.src_lang == "en"
+    sides = [(p.en, p.de, p.en_links, p.de_links) for p in pairs]
+    if not is_english_source:
+        sides = [(de, en, de_links, en_links) for en, de, en_links, de_links in sides]
+    src_ids = tokenizer.encode_src([s[0] for s in sides])
+    tgt_ids = tokenizer.encode_tgt([s[1] for s in sides])
+    kept = [
+        (src, tgt, subject_links_at_pieces(tokenizer.src_pieces(src[:-1]), tokenizer.tgt_pieces(tgt), side[2], side[3]))
+        for src, tgt, side in zip(src_ids, tgt_ids, sides)
+        if max_len is None or (len(src) <= max_len and len(tgt) < max_len)
+    ]
+    return [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
 
 
 def name_roles(scores: dict[str, float], aer: float | None = None) -> list[str]:
@@ -98,11 +151,14 @@ def measure_self_attention_roles(
     tgt_ids: Sequence[Sequence[int]],
     device: torch.device | str = "cpu",
     batch_size: int = 32,
+    links: Sequence[dict[str, Sequence[tuple[Sequence[int], Sequence[int]]]]] | None = None,
 ) -> dict[str, list[list[dict[str, float]]]]:
     """Teacher-force each pair (source ids end in EOS, target ids have none) and score every
     self-attention head: {kind: [layer][head] {"previous": share, "next": share}} for
-    ``enc_self`` and ``dec_self`` ({} for a model without self-attention). The cost is one
-    teacher-forced pass with the weights returned."""
+    ``enc_self`` and ``dec_self`` ({} for a model without self-attention). With ``links`` (one
+    per pair: {kind: [(query positions, key positions)]}, as :func:`subject_links_at_pieces`
+    gives), each head also gets its "subject" share: :func:`linked_share` over all links of its
+    kind (0 where there is none). The cost is one teacher-forced pass with the weights returned."""
     totals: dict[str, list[dict[str, Tensor]]] = {}
     rows: dict[str, dict[str, int]] = {}
     with eval_mode(model):
@@ -120,11 +176,15 @@ def measure_self_attention_roles(
                     layer_totals = totals.setdefault(kind, [])
                     if layer == len(layer_totals):
                         layer_totals.append({})
-                    for role, offset in (("previous", -1), ("next", +1)):
-                        sums, count = neighbour_sums(weights.float().cpu(), offset, lengths[kind])
+                    counts = rows.setdefault(kind, {})
+                    found = [(neighbour_sums(weights.float().cpu(), -1, lengths[kind]), "previous")]
+                    found.append((neighbour_sums(weights.float().cpu(), +1, lengths[kind]), "next"))
+                    if links is not None:
+                        pairs = [(b, q, k) for b, r in enumerate(chunk) for q, k in links[r].get(kind, [])]
+                        found.append((linked_sums(weights.float().cpu(), pairs), "subject"))
+                    for (sums, count), role in found:
                         layer_totals[layer][role] = layer_totals[layer].get(role, 0) + sums
-                        rows.setdefault(kind, {}).setdefault(f"{layer}.{role}", 0)
-                        rows[kind][f"{layer}.{role}"] += count
+                        counts[f"{layer}.{role}"] = counts.get(f"{layer}.{role}", 0) + count
     return {
         kind: [
             [
@@ -135,3 +195,31 @@ def measure_self_attention_roles(
         ]
         for kind, layers in totals.items()
     }
+
+
+ROLE_LABELS = {"previous": "previous-token", "next": "next-token", "subject": "subject", "alignment": "alignment"}
+
+
+def map_roles(
+    maps: dict[str, Sequence[Tensor]], aer_by_head: Sequence[Sequence[float]] | None = None
+) -> dict[str, list[list[str]]]:
+    """The roles each head shows on one sentence's maps ``{kind: [per-layer (H, L, L)]}``, as
+    the explorer and TensorBoard's cards name them: previous-/next-token shares of each self-
+    attention map (the whole sentence, no padding), and "alignment" for a cross-attention head
+    whose AER on the sentence (``aer_by_head`` [layer][head], when its gold is known) passes
+    its threshold: {kind: [layer][head] labels joined by ", " ("" for none)}. Reads the maps
+    only (no model call, no random draw)."""
+    named: dict[str, list[list[str]]] = {}
+    for kind, layers in maps.items():
+        named[kind] = []
+        for layer, weights in enumerate(layers):
+            heads = []
+            for head in range(weights.shape[0]):
+                scores = {}
+                if kind != "cross":
+                    one = weights[head][None, None].float()  # (1, 1, L, L)
+                    scores = {"previous": float(previous_token_share(one)), "next": float(next_token_share(one))}
+                aer = aer_by_head[layer][head] if kind == "cross" and aer_by_head is not None else None
+                heads.append(", ".join(ROLE_LABELS[role] for role in name_roles(scores, aer)))
+            named[kind].append(heads)
+    return named

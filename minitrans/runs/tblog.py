@@ -6,7 +6,9 @@ Tags written here, all into the run's own event file:
     samples/translations                       text: a table of the sample sentences (source,
                                                reference, hypothesis), one per validation
     attention_{kind}/sample{i}/layer{n}/head{h}   image: one head's map, every card the same size
-                                               (kind: cross, dec_self, enc_self)
+                                               (kind: cross, dec_self, enc_self); its title names
+                                               the head's role where its share on this map passes
+                                               the threshold ("· previous-token": runs/head_roles.py)
     attention/none                             text, for a model without attention (fixed-context RNN)
     attention_entropy/{kind}_layer{n}          scalar: the mean row entropy (nats) of that layer's maps on
                                                the sample sentences (runs/attention_stats.py)
@@ -41,6 +43,7 @@ from torch.utils.tensorboard.summary import hparams as hparams_summaries
 from minitrans.inference.translator import sentence_tokens
 from minitrans.runs.alignment import AlignmentReport
 from minitrans.runs.attention_stats import attention_entropy
+from minitrans.runs.head_roles import map_roles
 from minitrans.runs.heads import heads_heatmap
 from minitrans.runs.sharing import ALONE, Share
 from minitrans.runs.summary import RunSummary
@@ -157,9 +160,13 @@ def attention_images(translator, src_ids, hypothesis: str | list[int], title_pre
 
 
 def _sample_cards(translator, src_ids, hypothesis, title_prefix: str) -> tuple[dict, dict[str, float]] | None:
-    """:func:`attention_images` and each layer's mean row entropy, from one teacher-forced pass."""
+    """:func:`attention_images` and each layer's mean row entropy, from one teacher-forced pass;
+    a self-attention card names its head's role where the head's share on this map passes its
+    threshold (:func:`minitrans.runs.head_roles.map_roles`: it reads the maps, nothing else)."""
     found = _sample_maps(translator, src_ids, hypothesis)
-    return None if found is None else (attention_card_images(*found, title_prefix), attention_entropy(found[0]))
+    if found is None:
+        return None
+    return attention_card_images(*found, title_prefix, roles=map_roles(found[0])), attention_entropy(found[0])
 
 
 def _sample_maps(translator, src_ids, hypothesis: str | list[int]):

@@ -224,13 +224,15 @@ def _card_title(title: str, font: float) -> str:
     return "\n".join(lines[:2])
 
 
-def _kind_cards(kind: str, layers: list[torch.Tensor], title_prefix: str):
-    """``(key, weights, title)`` of every card of one kind, layer by layer, head by head."""
+def _kind_cards(kind: str, layers: list[torch.Tensor], title_prefix: str, roles: Sequence[Sequence[str]] | None = None):
+    """``(key, weights, title)`` of every card of one kind, layer by layer, head by head; a
+    head's role (``roles`` [layer][head], "" for none) ends its title: "· previous-token"."""
     short = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
     for index, maps in enumerate(layers, start=1):
         for head in range(maps.shape[0]):
             title = f"{title_prefix}{short.get(kind, kind)} · layer {index}/{len(layers)} · head {head + 1}/{len(maps)}"
-            yield f"{kind}/layer{index}/head{head + 1}", maps[head], title
+            role = roles[index - 1][head] if roles is not None else ""
+            yield f"{kind}/layer{index}/head{head + 1}", maps[head], title + (f" · {role}" if role else "")
 
 
 def attention_cards(
@@ -239,13 +241,14 @@ def attention_cards(
     tgt_in_tokens: Sequence[str],
     tgt_out_tokens: Sequence[str],
     title_prefix: str = "",
+    roles: dict[str, list[list[str]]] | None = None,
 ) -> dict[str, Figure]:
     """One card per kind, layer and head, keyed ``"cross/layer1/head1"`` … (counting from 1);
-    a model without attention gives ``{}``."""
+    a model without attention gives ``{}``; ``roles`` ({kind: [layer][head] label}) end titles."""
     cards = {}
     for kind, layers in attention.items():
         rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
-        for key, weights, title in _kind_cards(kind, layers, title_prefix):
+        for key, weights, title in _kind_cards(kind, layers, title_prefix, (roles or {}).get(kind)):
             cards[key] = attention_card(weights, rows, cols, title)
     return cards
 
@@ -256,6 +259,7 @@ def attention_card_images(
     tgt_in_tokens: Sequence[str],
     tgt_out_tokens: Sequence[str],
     title_prefix: str = "",
+    roles: dict[str, list[list[str]]] | None = None,
 ) -> dict[str, np.ndarray]:
     """The cards of :func:`attention_cards`, rendered: ``(height, width, 3)`` uint8 arrays, pixel
     for pixel the same as :func:`figure_to_array` of each card, several times faster.
@@ -268,7 +272,7 @@ def attention_card_images(
     images = {}
     for kind, layers in attention.items():
         rows, cols = _axes_for(kind, src_tokens, tgt_in_tokens, tgt_out_tokens)
-        cards = list(_kind_cards(kind, layers, title_prefix))
+        cards = list(_kind_cards(kind, layers, title_prefix, (roles or {}).get(kind)))
         if not cards:
             continue
         _, first_weights, first_title = cards[0]

@@ -24,7 +24,9 @@ what the search ranks by (log-probability / length penalty). Attention is ``{"sr
 "tgt_in_tokens", "tgt_out_tokens", "axes": {kind: [row tokens, column tokens]}, "maps": {kind:
 [layer][head][row][column]}, "gold"}``, weights rounded to 4 decimals; ``gold`` is null unless
 the sentence is a test sentence of a generated-corpus run (:meth:`CorpusGold.explain`: the gold
-links as cells of the cross-attention maps and each head's AER on the sentence).
+links as cells of the cross-attention maps and each head's AER on the sentence). ``roles``
+names each head's role on the sentence where a score passes its threshold ({kind: [layer][head]
+"previous-token", "next-token", "alignment" or ""}: :func:`minitrans.runs.head_roles.map_roles`).
 
 Safe by default: the script binds 127.0.0.1; the number of sentences, their length, the beam,
 the attention cells of one answer and the request body are capped (413 with a one-line reason);
@@ -58,6 +60,7 @@ from minitrans.inference.lines import LineResult, translate_lines
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters
 from minitrans.runs.fonts import shipped_cjk_font
+from minitrans.runs.head_roles import map_roles
 from minitrans.runs.viz import KIND_AXES, KIND_TITLES
 from minitrans.serve.gold import GOLD_SPLIT, CorpusGold
 
@@ -225,13 +228,15 @@ def answer_for(model: ServedModel, results: Sequence[LineResult], attention: boo
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the translation already reported a cut sentence
                 maps = translator.attention(src_ids, tgt_ids)
+            gold = model.gold.explain(translator, result.source, maps.tgt_out_tokens) if model.gold else None
             translation["attention"] = {
                 "src_tokens": maps.src_tokens,
                 "tgt_in_tokens": maps.tgt_in_tokens,
                 "tgt_out_tokens": maps.tgt_out_tokens,
                 "axes": {kind: list(KIND_AXES[kind]) for kind in maps.maps},
                 "maps": {kind: [rounded(layer) for layer in layers] for kind, layers in maps.maps.items()},
-                "gold": model.gold.explain(translator, result.source, maps.tgt_out_tokens) if model.gold else None,
+                "gold": gold,
+                "roles": map_roles(maps.maps, gold["aer_by_head"] if gold else None),
             }
         translations.append(translation)
     return {

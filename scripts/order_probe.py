@@ -1,0 +1,74 @@
+"""Does a model translate who does what? ``python scripts/order_probe.py RUN [RUN ...]``.
+
+Claim 3 of docs/claims.md (self-attention on its own has no notion of order): --sets order sets
+of the embedded grammar (four sentences of the same words whose roles differ only by word
+order: "the dog that the man sees sleeps", "the man that the dog sees sleeps", ...) are
+translated greedily, and each translation's role words (the nouns and the articles and pronoun
+that mark their case) are counted right (its own gold's), another's (another sentence's of its
+set: the roles swapped) or neither, beside exact matches and the share whose first noun is the
+gold's (minitrans/runs/order_probe.py).
+Prints one line per run and writes RUN/order_probe.json; runs of another corpus are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from minitrans.core.checks import cli_number
+from minitrans.core.config import DEVICES
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="order_probe.py", description="Share of order sets translated with the right roles."
+    )
+    parser.add_argument("runs", nargs="+", help="run folders or checkpoints")
+    parser.add_argument("--sets", type=cli_number(int, 1), default=100, help="order sets of 4 sentences (default 100)")
+    parser.add_argument("--seed", type=int, default=0, help="the sets' random stream (default 0)")
+    parser.add_argument("--device", default="cpu", choices=DEVICES, help="default: cpu")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
+    from minitrans.core.utils import pick_device, write_atomic
+    from minitrans.inference.translator import Translator
+    from minitrans.runs.order_probe import oriented_sets, score_order_probe
+
+    measured = 0
+    print(f"{'run':<50}{'right':>8}{'another':>9}{'neither':>9}{'exact':>8}{'1st noun':>9}{'alike':>9}")
+    for run in args.runs:
+        try:
+            checkpoint = resolve_checkpoint(run)
+            translator = Translator.from_checkpoint(checkpoint, pick_device(args.device))
+        except (CheckpointError, FileNotFoundError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        data = translator.run_config.data
+        if data.name != "generated":
+            print(f"{run}: skipped, corpus {data.name!r} (the order sets are the embedded grammar's)")
+            continue
+        probe = score_order_probe(oriented_sets(data, args.sets, args.seed), translator.translate)
+        summary = probe.summary()
+        print(
+            f"{str(run):<50}{summary['order_probe_right']:>8.3f}{summary['order_probe_another']:>9.3f}"
+            f"{summary['order_probe_neither']:>9.3f}{summary['order_probe_exact']:>8.3f}"
+            f"{summary['order_probe_first_noun']:>9.3f}{probe.sets_alike:>5}/{probe.sets}"
+        )
+        folder = CheckpointFolder.run_folder_of(checkpoint)
+        write_atomic(Path(folder) / "order_probe.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        measured += 1
+    print(
+        "right / another / neither: the role words (nouns, case marks) are its own gold's / another sentence's of "
+        "its set / neither; exact: the whole gold; 1st noun: the gold's first noun first; alike: sets translated alike"
+    )
+    return 0 if measured else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
