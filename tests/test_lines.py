@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from helpers.checkpoints import SRC, build_checkpoint
@@ -185,6 +186,27 @@ def test_script_refuses_more_hypotheses_than_beams(script, run, capsys):
         script.main([str(run), "x", "--nbest", "3", "--beam", "2"])
     assert exit_info.value.code == 2
     assert "--nbest 3 needs --beam 3 or more" in capsys.readouterr().err
+
+
+def test_attention_translates_as_the_text_path_does_then_draws_each_sentence(script, run, tmp_path, capsys):
+    """``--attention`` goes through the line path: a line of several sentences is split, and
+    gets the same translation and the same notices (lower-casing, unseen words, a cut
+    sentence) as without it; then a picture per sentence translated."""
+    (tmp_path / "in.txt").write_text(f"{TWO}\nEin zebra fährt. Ein gnu liest.\n{' '.join(SRC * 3)}\n", encoding="utf-8")
+    args = [str(run), "-i", str(tmp_path / "in.txt"), "--beam", "2"]
+    assert script.main(args) == 0
+    plain = capsys.readouterr()
+    assert script.main([*args, "--attention", str(tmp_path / "a.png")]) == 0
+    drawn = capsys.readouterr()
+    assert drawn.out == plain.out and len(drawn.out.splitlines()) == 3
+    notices = [line for line in plain.err.splitlines() if line.startswith("warning:")]
+    assert "warning: line 2: sentence 1: words never seen in training: zebra" in notices
+    assert any(line.startswith("warning: line 2: sentence 1: the model trained on lower-case") for line in notices)
+    assert any("more than the model's max_len=32" in line for line in notices)
+    assert [line for line in drawn.err.splitlines() if line.startswith("warning:")] == notices
+    pictures = [line.removeprefix("attention: ") for line in drawn.err.splitlines() if line.startswith("attention:")]
+    assert pictures[:4] == [str(tmp_path / f"a.{n}.png") for n in ("1.1", "1.2", "2.1", "2.2")]
+    assert all(Path(picture).is_file() for picture in pictures)
 
 
 @pytest.mark.parametrize("flag", ["--score-reference", "--input", "--output", "--attention"])
