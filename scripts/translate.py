@@ -67,7 +67,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="most output subwords (default: the model's)",
     )
-    parser.add_argument("--attention", help="save cross-attention PNGs here (numbered when several sentences)")
+    parser.add_argument(
+        "--attention", help="save cross-attention PNGs here (one per sentence; numbered by line, then sentence)"
+    )
     parser.add_argument("--device", default="auto", choices=DEVICES, help="default: auto")
     parser.add_argument("--no-cache", action="store_true", help="recompute every prefix (slow; for checking)")
     args = parser.parse_intermixed_args(argv)  # sentences may follow the options

@@ -194,3 +194,26 @@ def test_out_puts_the_results_elsewhere_and_a_long_split_shows_progress(
     monkeypatch.setattr(evaluate_command, "PROGRESS_CHUNK", 128)  # one call: the same translations
     assert evaluate([*args[:-1], str(tmp_path / "whole")]) == 0
     assert (tmp_path / "whole" / "test_2016_flickr.beam1.hyp.txt").read_text(encoding="utf-8").splitlines() == chunked
+
+
+def test_a_cut_source_is_a_note_numbered_as_in_the_split_not_a_warning(tmp_path, monkeypatch):
+    """The notes come back as data, numbered across chunks (a warning raised inside the
+    translation once numbered each chunk from 1)."""
+    import warnings
+
+    from helpers.checkpoints import SRC, build_checkpoint
+
+    from minitrans.core.decoding_options import DecodingOptions
+    from minitrans.inference.translator import Translator
+    from minitrans.runs import evaluate_command
+
+    translator = Translator.from_checkpoint(build_checkpoint(tmp_path / "best.pt", max_len=32), device="cpu")
+    monkeypatch.setattr(evaluate_command, "PROGRESS_CHUNK", 2)
+    sources = [SRC[0], SRC[1], SRC[2], " ".join(SRC * 3), ""]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hypotheses, cut = evaluate_command.translate_with_progress(translator, sources, False, DecodingOptions())
+    assert not [w for w in caught if "subwords" in str(w.message)]
+    assert list(cut) == [3] and cut[3].endswith("more than the model's max_len=32; translating its first 31")
+    with pytest.warns(UserWarning, match="sentence 4 has"):  # the Python API's edge: it warns
+        assert hypotheses == translator.translate(sources, DecodingOptions())

@@ -125,6 +125,24 @@ def test_forced_scoring_of_lines_matches_the_search(translator):
         score_lines(translator, SRC[:3], ["x"])
 
 
+def test_the_line_path_returns_a_cut_sentence_as_a_note_and_raises_no_warning(translator):
+    """Notes are data: nothing below the line path warns (so nothing has to silence it); the
+    Python API's text methods are where a caller hears of a cut sentence."""
+    import warnings
+
+    long = " ".join(SRC * 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (translated,) = translate_lines(translator, [long])
+        (scored,) = score_lines(translator, [long], ["a man rides a bike ."])
+    assert not [w for w in caught if "subwords" in str(w.message)]
+    length = len(translator.encode([long])[0])
+    assert translated.notes == [f"{length} subwords, more than the model's max_len=32; translating its first 31"]
+    assert scored.warnings[0] == f"{length} subwords, more than the model's max_len=32; scoring its first 31"
+    with pytest.warns(UserWarning, match=rf"sentence 2 has {length} subwords"):
+        translator.translate_nbest([SRC[0], long])
+
+
 # -- the command line ------------------------------------------------------------------------------
 def test_script_jsonl_gives_one_object_per_input_line_in_order(script, run, monkeypatch, capsys):
     lines = [SRC[0], "", TWO, "ein zebra ."]
