@@ -174,29 +174,46 @@ def test_an_edited_checkpoint_is_one_error_line_before_anything_big_is_built(
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
 
 
-@pytest.fixture(scope="module")
-def evaluate_module():
-    spec = importlib.util.spec_from_file_location("evaluate_script_module", ROOT / "scripts" / "evaluate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_out_puts_the_results_elsewhere_and_a_long_split_shows_progress(
-    evaluate_module, multi30k_run, tmp_path, capsys, monkeypatch
+    evaluate, multi30k_run, tmp_path, capsys, monkeypatch
 ):
+    from minitrans.runs import evaluate_command
+
     run, root = multi30k_run
-    monkeypatch.setattr(evaluate_module, "PROGRESS_CHUNK", 2)  # 5 sentences: three chunks
+    monkeypatch.setattr(evaluate_command, "PROGRESS_CHUNK", 2)  # 5 sentences: three chunks
     out = tmp_path / "elsewhere"
     args = [str(run), "--split", "test_2016_flickr", "--data-root", str(root), "--device", "cpu", "--out", str(out)]
-    assert evaluate_module.main(args) == 0
+    assert evaluate(args) == 0
     captured = capsys.readouterr()
     assert "translate:" in captured.err and "5/5" in captured.err  # the bar counted every sentence
     assert (out / "test_2016_flickr.beam1.json").exists() and (out / "test_2016_flickr.beam1.hyp.txt").exists()
     assert not (run / "eval").exists()  # the run folder is left alone
     chunked = (out / "test_2016_flickr.beam1.hyp.txt").read_text(encoding="utf-8").splitlines()
-    assert evaluate_module.main([*args[:-1], str(tmp_path / "quiet"), "--no-progress"]) == 0
+    assert evaluate([*args[:-1], str(tmp_path / "quiet"), "--no-progress"]) == 0
     assert "translate:" not in capsys.readouterr().err
-    monkeypatch.setattr(evaluate_module, "PROGRESS_CHUNK", 128)  # one call: the same translations
-    assert evaluate_module.main([*args[:-1], str(tmp_path / "whole")]) == 0
+    monkeypatch.setattr(evaluate_command, "PROGRESS_CHUNK", 128)  # one call: the same translations
+    assert evaluate([*args[:-1], str(tmp_path / "whole")]) == 0
     assert (tmp_path / "whole" / "test_2016_flickr.beam1.hyp.txt").read_text(encoding="utf-8").splitlines() == chunked
+
+
+def test_a_cut_source_is_a_note_numbered_as_in_the_split_not_a_warning(tmp_path, monkeypatch):
+    """The notes come back as data, numbered across chunks (a warning raised inside the
+    translation once numbered each chunk from 1)."""
+    import warnings
+
+    from helpers.checkpoints import SRC, build_checkpoint
+
+    from minitrans.core.decoding_options import DecodingOptions
+    from minitrans.inference.translator import Translator
+    from minitrans.runs import evaluate_command
+
+    translator = Translator.from_checkpoint(build_checkpoint(tmp_path / "best.pt", max_len=32), device="cpu")
+    monkeypatch.setattr(evaluate_command, "PROGRESS_CHUNK", 2)
+    sources = [SRC[0], SRC[1], SRC[2], " ".join(SRC * 3), ""]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hypotheses, cut = evaluate_command.translate_with_progress(translator, sources, False, DecodingOptions())
+    assert not [w for w in caught if "subwords" in str(w.message)]
+    assert list(cut) == [3] and cut[3].endswith("more than the model's max_len=32; translating its first 31")
+    with pytest.warns(UserWarning, match="sentence 4 has"):  # the Python API's edge: it warns
+        assert hypotheses == translator.translate(sources, DecodingOptions())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from helpers.checkpoints import SRC, build_checkpoint
@@ -124,6 +125,24 @@ def test_forced_scoring_of_lines_matches_the_search(translator):
         score_lines(translator, SRC[:3], ["x"])
 
 
+def test_the_line_path_returns_a_cut_sentence_as_a_note_and_raises_no_warning(translator):
+    """Notes are data: nothing below the line path warns (so nothing has to silence it); the
+    Python API's text methods are where a caller hears of a cut sentence."""
+    import warnings
+
+    long = " ".join(SRC * 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (translated,) = translate_lines(translator, [long])
+        (scored,) = score_lines(translator, [long], ["a man rides a bike ."])
+    assert not [w for w in caught if "subwords" in str(w.message)]
+    length = len(translator.encode([long])[0])
+    assert translated.notes == [f"{length} subwords, more than the model's max_len=32; translating its first 31"]
+    assert scored.warnings[0] == f"{length} subwords, more than the model's max_len=32; scoring its first 31"
+    with pytest.warns(UserWarning, match=rf"sentence 2 has {length} subwords"):
+        translator.translate_nbest([SRC[0], long])
+
+
 # -- the command line ------------------------------------------------------------------------------
 def test_script_jsonl_gives_one_object_per_input_line_in_order(script, run, monkeypatch, capsys):
     lines = [SRC[0], "", TWO, "ein zebra ."]
@@ -185,6 +204,27 @@ def test_script_refuses_more_hypotheses_than_beams(script, run, capsys):
         script.main([str(run), "x", "--nbest", "3", "--beam", "2"])
     assert exit_info.value.code == 2
     assert "--nbest 3 needs --beam 3 or more" in capsys.readouterr().err
+
+
+def test_attention_translates_as_the_text_path_does_then_draws_each_sentence(script, run, tmp_path, capsys):
+    """``--attention`` goes through the line path: a line of several sentences is split, and
+    gets the same translation and the same notices (lower-casing, unseen words, a cut
+    sentence) as without it; then a picture per sentence translated."""
+    (tmp_path / "in.txt").write_text(f"{TWO}\nEin zebra fährt. Ein gnu liest.\n{' '.join(SRC * 3)}\n", encoding="utf-8")
+    args = [str(run), "-i", str(tmp_path / "in.txt"), "--beam", "2"]
+    assert script.main(args) == 0
+    plain = capsys.readouterr()
+    assert script.main([*args, "--attention", str(tmp_path / "a.png")]) == 0
+    drawn = capsys.readouterr()
+    assert drawn.out == plain.out and len(drawn.out.splitlines()) == 3
+    notices = [line for line in plain.err.splitlines() if line.startswith("warning:")]
+    assert "warning: line 2: sentence 1: words never seen in training: zebra" in notices
+    assert any(line.startswith("warning: line 2: sentence 1: the model trained on lower-case") for line in notices)
+    assert any("more than the model's max_len=32" in line for line in notices)
+    assert [line for line in drawn.err.splitlines() if line.startswith("warning:")] == notices
+    pictures = [line.removeprefix("attention: ") for line in drawn.err.splitlines() if line.startswith("attention:")]
+    assert pictures[:4] == [str(tmp_path / f"a.{n}.png") for n in ("1.1", "1.2", "2.1", "2.2")]
+    assert all(Path(picture).is_file() for picture in pictures)
 
 
 @pytest.mark.parametrize("flag", ["--score-reference", "--input", "--output", "--attention"])

@@ -19,9 +19,10 @@ from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.data.tokenizer import EOS_ID, PAD_ID
+from minitrans.inference.lines import translate_lines
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
-from minitrans.runs.viz import translate_with_attention
+from minitrans.runs.viz import save_line_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -231,22 +232,36 @@ def test_attention_of_a_translation_labels_every_axis(translator):
 
 
 def test_attention_pictures_are_numbered_and_skip_blank_lines(translator, tmp_path):
-    outputs, written = translate_with_attention(
-        translator, [SRC[0], "", SRC[1]], tmp_path / "attn.png", DecodingOptions(beam_size=2)
-    )
-    assert outputs == translator.translate([SRC[0], "", SRC[1]], DecodingOptions(beam_size=2))
-    assert written == [tmp_path / "attn.1.png", tmp_path / "attn.3.png"]
+    options = DecodingOptions(beam_size=2)
+    results = translate_lines(translator, [SRC[0], "", SRC[1]], options)
+    written, notes = save_line_attention(translator, results, tmp_path / "attn.png")
+    assert [result.text for result in results] == translator.translate([SRC[0], "", SRC[1]], options)
+    assert written == [tmp_path / "attn.1.png", tmp_path / "attn.3.png"] and notes == []
     assert all(path.stat().st_size > 0 for path in written)
-    _, written = translate_with_attention(translator, [SRC[0]], tmp_path / "one.png")
+    written, _ = save_line_attention(translator, translate_lines(translator, [SRC[0]]), tmp_path / "one.png")
     assert written == [tmp_path / "one.png"]
     assert numbered_path("a/b", 2, 3) == Path("a/b.2.png")
 
 
-def test_a_model_without_attention_gets_a_warning_not_a_picture(tmp_path):
+def test_a_line_of_several_sentences_gets_a_picture_per_sentence(translator, tmp_path):
+    """The maps are those of the sentences the line path translated, each its own best
+    translation teacher-forced: the pictures follow the split, numbered by line, then sentence."""
+    (result,) = translate_lines(translator, ["Ein mann fährt fahrrad. Eine frau liest ein buch."])
+    assert len(result.sentences) == 2
+    assert result.text == " ".join(best.text for best in result.sentence_translations)
+    written, notes = save_line_attention(translator, [result], tmp_path / "attn.png")
+    assert written == [tmp_path / "attn.1.png", tmp_path / "attn.2.png"] and notes == []
+    two = translate_lines(translator, [SRC[2], result.source])
+    written, _ = save_line_attention(translator, two, tmp_path / "many")
+    assert [path.name for path in written] == ["many.1.png", "many.2.1.png", "many.2.2.png"]
+
+
+def test_a_model_without_attention_gets_a_note_not_a_picture(tmp_path):
     translator = Translator.from_checkpoint(build_checkpoint(tmp_path / "rnn.pt", "rnn"), device="cpu")
-    with pytest.warns(UserWarning, match="no cross-attention"):
-        outputs, written = translate_with_attention(translator, [SRC[0]], tmp_path / "attn.png")
-    assert written == [] and len(outputs) == 1
+    results = translate_lines(translator, [SRC[0]])
+    written, notes = save_line_attention(translator, results, tmp_path / "attn.png")
+    assert written == [] and notes == ["this model has no cross-attention to draw (a fixed-context RNN)"]
+    assert not list(tmp_path.glob("attn*"))
 
 
 # -- the script -------------------------------------------------------------------------------

@@ -44,7 +44,9 @@ class CheckpointFolder:
 
     @staticmethod
     def run_folder_of(checkpoint: str | Path) -> Path:
-        """The run folder a checkpoint file belongs to (``RUN/checkpoints/best.pt`` -> ``RUN``)."""
+        """The run folder a checkpoint file belongs to (``RUN/checkpoints/best.pt`` -> ``RUN``;
+        any other file: its own folder). The one answer every reader uses: where evaluate.py
+        writes eval/, where a model card finds the training command, what the web app calls a run."""
         parent = Path(checkpoint).parent
         return parent.parent if parent.name == "checkpoints" else parent
 

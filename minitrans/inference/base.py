@@ -10,6 +10,13 @@ shared: encoding text, fitting sources to the model, decoding ids to one line of
 :class:`Translation` records of each sentence), and what the model saw in training.
 Engine-specific abilities (forced scoring and attention maps need the PyTorch model) live on
 the engine that has them, not as methods that raise on the other.
+
+A source longer than the model is cut to fit, and said so once, where the caller can hear it:
+the text methods (``translate``, ``translate_nbest``) and ``translate_encoded`` raise a
+UserWarning naming the sentence (:meth:`BaseTranslator.warn_cut`), the Python API's edge; the
+line path (:mod:`minitrans.inference.lines`), which the command line and the web app use,
+returns it as each line's notes instead. Everything below those edges (fitting, searching,
+aligning) is quiet, so nothing has to silence it.
 """
 
 from __future__ import annotations
@@ -98,9 +105,10 @@ class BaseTranslator(ABC):
         self, src_ids: Sequence[Sequence[int]], options: DecodingOptions = GREEDY, nbest: int = 1
     ) -> list[list[Hypothesis]]:
         """Token ids in, the ``nbest`` best hypotheses of each source out (best first, with
-        their scores), in input order. Sources are fitted to the model (:meth:`fit_source`); an
-        empty source ([EOS] or []) gives no hypothesis at all. ``options.max_output_len`` caps
-        every output (default and upper bound: the model's ``max_len - 1``)."""
+        their scores), in input order. Sources are fitted to the model quietly (:meth:`fit_source`:
+        the callers warn about a cut one, or note it); an empty source ([EOS] or []) gives no
+        hypothesis at all. ``options.max_output_len`` caps every output (default and upper
+        bound: the model's ``max_len - 1``)."""
 
     @abstractmethod
     def align(self, sources: Sequence[Sequence[int]], hypotheses: Sequence[Hypothesis]) -> list[list[int] | None]:
@@ -146,23 +154,35 @@ class BaseTranslator(ABC):
         ids = self.tokenizer.encode_src(sentences)
         return [row if text.strip() else [self.tokenizer.eos_id] for text, row in zip(sentences, ids)]
 
-    def fit_source(self, src_ids: Sequence[int], number: int | None = None) -> list[int]:
-        """Cut a source longer than the model's positions to ``max_len`` ids (EOS kept), warning."""
+    def fit_source(self, src_ids: Sequence[int]) -> list[int]:
+        """A source longer than the model's positions cut to ``max_len`` ids (EOS kept); quietly:
+        :meth:`cut_notes` says which were cut, and the public text methods warn with it."""
         if len(src_ids) <= self.max_len:
             return list(src_ids)
-        name = f"sentence {number}" if number is not None else "a sentence"
-        warnings.warn(
-            f"{name} has {len(src_ids)} subwords, more than the model's max_len={self.max_len}; "
-            f"translating its first {self.max_len - 1}",
-            stacklevel=3,
-        )
         return [*src_ids[: self.max_len - 1], self.tokenizer.eos_id]
 
     def fit_sources(self, src_ids: Sequence[Sequence[int]]) -> dict[int, list[int]]:
-        """The sources worth decoding, by position, fitted to the model (warning for a cut one):
-        blank ones ([EOS] or []) are left out."""
+        """The sources worth decoding, by position, fitted to the model (quietly, as
+        :meth:`fit_source`): blank ones ([EOS] or []) are left out."""
         eos = self.tokenizer.eos_id
-        return {i: self.fit_source(ids, i + 1) for i, ids in enumerate(src_ids) if list(ids) not in ([], [eos])}
+        return {i: self.fit_source(ids) for i, ids in enumerate(src_ids) if list(ids) not in ([], [eos])}
+
+    def cut_note(self, length: int, doing: str = "translating") -> str:
+        """What a source of ``length`` ids longer than the model is told: the one wording of the
+        note that the line path returns as data (:mod:`minitrans.inference.lines`) and of the
+        warning that the public methods raise."""
+        return f"{length} subwords, more than the model's max_len={self.max_len}; {doing} its first {self.max_len - 1}"
+
+    def cut_notes(self, src_ids: Sequence[Sequence[int]]) -> dict[int, str]:
+        """Position -> :meth:`cut_note` for each source that :meth:`fit_source` cuts."""
+        return {i: self.cut_note(len(ids)) for i, ids in enumerate(src_ids) if len(ids) > self.max_len}
+
+    def warn_cut(self, src_ids: Sequence[Sequence[int]], stacklevel: int = 3) -> None:
+        """A UserWarning ``sentence N has ...`` for each source longer than the model (numbered
+        from 1 in ``src_ids``): how a caller of :meth:`translate`, :meth:`translate_nbest` or
+        :meth:`translate_encoded` learns that a sentence was cut."""
+        for i, note in self.cut_notes(src_ids).items():
+            warnings.warn(f"sentence {i + 1} has {note}", stacklevel=stacklevel)
 
     def output_cap(self, options: DecodingOptions) -> int:
         """The most tokens any output may have: the model's ``max_len - 1``, or less if asked."""
@@ -174,11 +194,16 @@ class BaseTranslator(ABC):
 
     # -- translating ---------------------------------------------------------------------------
     def translate_encoded(self, src_ids: Sequence[Sequence[int]], options: DecodingOptions = GREEDY) -> list[list[int]]:
-        """Token ids in, the best target ids of each source out (see :meth:`search_encoded`)."""
+        """Token ids in, the best target ids of each source out (see :meth:`search_encoded`); a
+        source longer than the model is cut, with a warning naming it (:meth:`warn_cut`)."""
+        self.warn_cut(src_ids)
         return best_ids(self.search_encoded(src_ids, options))
 
     def translate(self, sentences: Sequence[str], options: DecodingOptions = GREEDY) -> list[str]:
-        """One output line per input sentence, in order (the best translation of each)."""
+        """One output line per input sentence, in order (the best translation of each). A
+        sentence longer than the model's ``max_len`` subwords is cut to fit, and a UserWarning
+        (``sentence N has ... subwords``) says so: the one warning of the Python API, which
+        :func:`minitrans.inference.lines.translate_lines` returns as each line's notes instead."""
         return [self.decode(ids) for ids in self.translate_encoded(self.encode(sentences), options)]
 
     def translate_nbest(
@@ -186,8 +211,9 @@ class BaseTranslator(ABC):
     ) -> list[list[Translation]]:
         """The ``nbest`` best translations of each sentence (at most ``options.beam_size``), best
         first, as :class:`Translation` records with their scores and alignments (a blank
-        sentence gets none)."""
+        sentence gets none); a cut sentence is warned about as in :meth:`translate`."""
         src_ids = self.encode(sentences)
+        self.warn_cut(src_ids, stacklevel=2)
         return self.describe(src_ids, self.search_encoded(src_ids, options, nbest=nbest))
 
     def describe(
@@ -199,9 +225,7 @@ class BaseTranslator(ABC):
         pairs = [(i, hyp) for i, hyps in enumerate(found) for hyp in hyps]
         alignments: list[list[int] | None] = [None] * len(pairs)
         if align and pairs:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the search has already warned about a cut sentence
-                sources = [self.fit_source(src_ids[i]) for i, _ in pairs]
+            sources = [self.fit_source(src_ids[i]) for i, _ in pairs]
             alignments = self.align(sources, [hyp for _, hyp in pairs])
         out: list[list[Translation]] = [[] for _ in found]
         for (i, hyp), alignment in zip(pairs, alignments):

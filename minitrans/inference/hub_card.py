@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from minitrans.core.checkpoint_folder import CheckpointFolder
 from minitrans.core.languages import language_name
 from minitrans.inference.export import shareable_path
 from minitrans.inference.model_card import find_summary
@@ -19,16 +20,10 @@ if TYPE_CHECKING:
     from minitrans.inference.translator import Translator
 
 
-def run_folder(checkpoint: Path) -> Path:
-    """The run a checkpoint belongs to: RUN for RUN/checkpoints/X.pt, else its folder."""
-    folder = checkpoint.parent
-    return folder.parent if folder.name == "checkpoints" else folder
-
-
 def training_command(checkpoint: Path) -> str | None:
     """``python scripts/train.py OVERRIDES`` of the run, from Hydra's record of its command
     line (RUN/.hydra/overrides.yaml), or None when the run has none."""
-    path = run_folder(checkpoint) / ".hydra" / "overrides.yaml"
+    path = CheckpointFolder.run_folder_of(checkpoint) / ".hydra" / "overrides.yaml"
     try:
         import yaml
 
@@ -155,4 +150,4 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
     return "\n".join(front + body)
 
 
-__all__ = ["hub_card", "run_folder", "training_command"]
+__all__ = ["hub_card", "training_command"]

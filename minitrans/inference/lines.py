@@ -11,14 +11,14 @@ line's source pieces), its log-probability the sum, and its score that sum norma
 the total length as beam search would. A line that is one sentence is translated exactly as
 it stands.
 
-Warnings (plain strings, without the line number; the command line adds it): a sentence cut
-to the model's ``max_len``, and words never seen in training (:mod:`minitrans.inference.coverage`).
+Warnings travel as data (plain strings, without the line number; the command line and the web
+app add it and print them): a sentence cut to the model's ``max_len``, and words never seen in
+training (:mod:`minitrans.inference.coverage`). Nothing here raises a Python warning.
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -38,6 +38,9 @@ class LineResult:
     warnings: list[str]  # every warning: the notes below, then the unseen words'
     notes: list[str] = field(default_factory=list)  # the warnings that are not about unseen words
     # (a cut sentence): what a summary over many lines still reports line by line
+    sentence_translations: list[Translation | None] = field(default_factory=list)  # per sentence,
+    # its best translation (None: it gave none), as joined into the hypotheses: what attention
+    # maps are drawn for (``translate.py --attention``); not part of the JSON
 
     @property
     def text(self) -> str:
@@ -133,16 +136,9 @@ def translate_lines(
     sentences = [split_sentences(line, language) if split else ([line] if line.strip() else []) for line in lines]
     flat = [sentence for group in sentences for sentence in group]
     src_ids = translator.encode(flat)
-    notes: list[list[str]] = [[] for _ in flat]
-    for i, ids in enumerate(src_ids):
-        if len(ids) > translator.max_len:
-            notes[i].append(
-                f"{len(ids)} subwords, more than the model's max_len={translator.max_len}; "
-                f"translating its first {translator.max_len - 1}"
-            )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # cut sentences are reported in the results instead
-        src_ids = [translator.fit_source(ids) for ids in src_ids]
+    cut = translator.cut_notes(src_ids)  # reported in the results, never warned about
+    notes = [[cut[i]] if i in cut else [] for i in range(len(flat))]
+    src_ids = [translator.fit_source(ids) for ids in src_ids]
     found = translator.search_encoded(src_ids, options, nbest=nbest)
     described = translator.describe(src_ids, found, align)
     record = translator.record
@@ -166,6 +162,7 @@ def translate_lines(
                 unseen_words=None if record is None else record.unseen(line),
                 warnings=[*line_notes, *line_coverage],
                 notes=line_notes,
+                sentence_translations=[described[i][0] if described[i] else None for i in indices],
             )
         )
     return results
@@ -211,17 +208,14 @@ def score_lines(
     most = translator.max_len - 1  # the decoder's positions: BOS + pieces
     notes = [
         [
-            *([f"{len(src)} subwords, more than the model's max_len={translator.max_len}; scoring its first {most}"]
-              if len(src) > translator.max_len else []),
+            *([translator.cut_note(len(src), "scoring")] if len(src) > translator.max_len else []),
             *([f"the translation has {len(tgt)} subwords, more than the model's max_len={translator.max_len} "
                f"allows; scoring its first {most} (the score covers only them)"] if len(tgt) > most else []),
         ]
         for src, tgt in zip(src_ids, tgt_ids)
     ]  # fmt: skip
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # reported in the results instead
-        src_ids = [translator.fit_source(ids) for ids in src_ids]
-        scored = translator.score_encoded(src_ids, tgt_ids, length_penalty)
+    src_ids = [translator.fit_source(ids) for ids in src_ids]
+    scored = translator.score_encoded(src_ids, tgt_ids, length_penalty)  # quiet: the notes say it
     record, eos = translator.record, translator.tokenizer.tgt.id_to_piece(translator.tokenizer.eos_id)
     results = []
     for line, reference, src, tgt, result, note in zip(lines, references, src_ids, tgt_ids, scored, notes):

@@ -154,16 +154,10 @@ class Translator(BaseTranslator):
     ) -> list[ForcedScore]:
         """The log-probability the model gives each target (ids without BOS/EOS) for its
         source, per piece and in all, with the hard alignment; see :mod:`minitrans.inference.scoring`.
-        Sources are fitted to the model; targets are cut to ``max_len - 1`` pieces (the decoder's
-        positions), with a warning."""
-        src_ids = [self.fit_source(ids, i + 1) if ids else [self.tokenizer.eos_id] for i, ids in enumerate(src_ids)]
-        for number, ids in enumerate(tgt_ids, 1):
-            if len(ids) > self.max_len - 1:
-                warnings.warn(
-                    f"target {number} has {len(ids)} subwords, more than the model's max_len={self.max_len} "
-                    f"allows; scoring its first {self.max_len - 1}",
-                    stacklevel=2,
-                )
+        Sources are fitted to the model and targets cut to ``max_len - 1`` pieces (the decoder's
+        positions), quietly: :meth:`score` warns, :func:`~minitrans.inference.lines.score_lines`
+        notes it."""
+        src_ids = [self.fit_source(ids) if ids else [self.tokenizer.eos_id] for ids in src_ids]
         tgt_ids = [list(ids)[: self.max_len - 1] for ids in tgt_ids]
         ends = [with_eos] * len(tgt_ids) if isinstance(with_eos, bool) else list(with_eos)
         cost = {i: [*src_ids[i], *tgt_ids[i]] for i in range(len(src_ids))}
@@ -184,12 +178,24 @@ class Translator(BaseTranslator):
         """Forced scoring of text: how likely the model finds each given translation of each
         sentence, per target piece (``token_log_probs``, EOS last) and in all (``log_prob``,
         and ``score``, normalised as beam search ranks). ``translations`` pairs with
-        ``sentences`` one to one."""
+        ``sentences`` one to one. A sentence or translation longer than the model allows is cut
+        to fit, with a UserWarning naming it."""
         if len(sentences) != len(translations):
             raise ValueError(f"{len(sentences)} sentences but {len(translations)} translations")
+        src_ids = self.encode(sentences)
         tgt_ids = self.tokenizer.encode_tgt(list(translations))
         tgt_ids = [[i for i in ids if i != self.tokenizer.eos_id] for ids in tgt_ids]
-        return self.score_encoded(self.encode(sentences), tgt_ids, length_penalty)
+        for i, length in enumerate(map(len, src_ids)):
+            if length > self.max_len:
+                warnings.warn(f"sentence {i + 1} has {self.cut_note(length, 'scoring')}", stacklevel=2)
+        for number, ids in enumerate(tgt_ids, 1):
+            if len(ids) > self.max_len - 1:
+                warnings.warn(
+                    f"target {number} has {len(ids)} subwords, more than the model's max_len={self.max_len} "
+                    f"allows; scoring its first {self.max_len - 1}",
+                    stacklevel=2,
+                )
+        return self.score_encoded(src_ids, tgt_ids, length_penalty)
 
     # -- attention -------------------------------------------------------------------------
     @torch.no_grad()

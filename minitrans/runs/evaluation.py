@@ -3,7 +3,6 @@ shared by several (:mod:`minitrans.runs.sharing`)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import datasets
@@ -80,10 +79,9 @@ def translate_shared(
     them, in order. A cut sentence is warned about once, by rank 0, numbered as in the split."""
     if share.size == 1:
         return translator.translate_encoded(src_ids, options)
-    with warnings.catch_warnings():
-        if not share.is_main:
-            warnings.simplefilter("ignore")
-        fitted = translator.fit_sources(src_ids)  # blank sources left out: they translate to nothing
+    if share.is_main:
+        translator.warn_cut(src_ids)  # numbered as in the split, by rank 0 only
+    fitted = translator.fit_sources(src_ids)  # blank sources left out: they translate to nothing
     mine = share.mine(sorted(fitted, key=lambda i: len(fitted[i])))
     found = dict(zip(mine, translator.translate_encoded([fitted[i] for i in mine], options)))
     found = share.merge(found)

@@ -28,7 +28,6 @@ Tags written here, all into the run's own event file:
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -173,9 +172,7 @@ def _sample_maps(translator, src_ids, hypothesis: str | list[int]):
     """(maps, source tokens, decoder input tokens, output tokens) of one sentence and its
     hypothesis teacher-forced; None when the model has no attention."""
     tokenizer = translator.tokenizer
-    with warnings.catch_warnings():  # a source longer than max_len: cut as decoding cuts it (which warned)
-        warnings.simplefilter("ignore")
-        src_ids = translator.fit_source(src_ids)
+    src_ids = translator.fit_source(src_ids)  # cut as decoding cuts it (quiet: the notes are data)
     hyp_ids = tokenizer.encode_tgt([hypothesis])[0] if isinstance(hypothesis, str) else list(hypothesis)
     hyp_ids = hyp_ids[: max(translator.max_len - 1, 0)]  # the decoder input is <s> + hypothesis
     maps = translator.attention_maps(src_ids, hyp_ids)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,13 +36,12 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from minitrans.core.textio import numbered_path
 from minitrans.runs.fonts import token_fonts
 
 if TYPE_CHECKING:  # tensors come in, but plotting needs no torch: compare.py starts without it
     import torch
 
-    from minitrans.core.decoding_options import DecodingOptions
+    from minitrans.inference.lines import LineResult
     from minitrans.inference.translator import Translator
 
 KIND_TITLES = {
@@ -356,38 +354,36 @@ def figure_to_array(fig: Figure) -> np.ndarray:
     return np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
 
-def translate_with_attention(
-    translator: Translator, sentences: Sequence[str], path: str | Path, options: DecodingOptions | None = None
-) -> tuple[list[str], list[Path]]:
-    """Translate ``sentences`` (as :meth:`Translator.translate`) and save the cross-attention of
-    every layer and head of each translation as PNG (greedy unless ``options`` say otherwise).
+def save_line_attention(
+    translator: Translator, results: Sequence[LineResult], path: str | Path
+) -> tuple[list[Path], list[str]]:
+    """The cross-attention of every layer and head (:func:`save_attention_png`) of each sentence
+    that the line path translated (:func:`~minitrans.inference.lines.translate_lines`: split,
+    lower-cased and cut as for the text shown), its best translation teacher-forced.
 
-    Returns the translations and the files written. Blank sentences get no picture, nor does a
-    model without cross-attention (the fixed-context RNN): a warning says so.
+    One line of one sentence is drawn at ``path``; several lines are numbered by line, and a
+    line that was split by sentence too (``attn.2.png``, ``attn.3.1.png``, ``attn.3.2.png``).
+    Returns the files written and the notes for the user: blank lines get no picture, nor does
+    a model without cross-attention (the fixed-context RNN), which one note says.
     """
-    from minitrans.inference.translator import GREEDY
-
-    src_ids = translator.encode(sentences)
-    hyps = translator.translate_encoded(src_ids, options or GREEDY)
     written: list[Path] = []
-    for number, (sentence, ids, hyp) in enumerate(zip(sentences, src_ids, hyps), 1):
-        if not sentence.strip():
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # translate_encoded already warned about a cut sentence
-            attention = translator.attention(ids, hyp)
-        if "cross" not in attention.maps:
-            warnings.warn("this model has no cross-attention to draw (a fixed-context RNN)", stacklevel=2)
-            break
-        target = numbered_path(path, number, len(sentences))
-        written += save_attention_png(
-            attention.maps, attention.src_tokens, attention.tgt_in_tokens, attention.tgt_out_tokens, target
-        )
-    return [translator.decode(ids) for ids in hyps], written
+    path = Path(path)
+    for number, result in enumerate(results, 1):
+        for part, (sentence, best) in enumerate(zip(result.sentences, result.sentence_translations), 1):
+            if best is None:
+                continue
+            tgt_ids = [translator.tokenizer.tgt.piece_to_id(piece) for piece in best.pieces]
+            attention = translator.attention(translator.encode([sentence])[0], tgt_ids)
+            if "cross" not in attention.maps:
+                return written, ["this model has no cross-attention to draw (a fixed-context RNN)"]
+            numbers = [number] * (len(results) > 1) + [part] * (len(result.sentences) > 1)
+            name = ".".join([path.stem, *map(str, numbers)]) + (path.suffix or ".png") if numbers else path.name
+            maps, tokens = attention.maps, (attention.src_tokens, attention.tgt_in_tokens, attention.tgt_out_tokens)
+            written += save_attention_png(maps, *tokens, path.with_name(name))
+    return written, []
 
 
 __all__ = [
-    "translate_with_attention",
     "KIND_AXES",
     "KIND_TITLES",
     "MODEL_COLORS",
@@ -397,4 +393,5 @@ __all__ = [
     "model_color",
     "figure_to_array",
     "save_attention_png",
+    "save_line_attention",
 ]

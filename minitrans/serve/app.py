@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,9 +224,7 @@ def answer_for(model: ServedModel, results: Sequence[LineResult], attention: boo
         if attention and result.hypotheses:
             src_ids = translator.encode([result.source])[0]
             tgt_ids = [translator.tokenizer.tgt.piece_to_id(piece) for piece in result.hypotheses[0].pieces]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the translation already reported a cut sentence
-                maps = translator.attention(src_ids, tgt_ids)
+            maps = translator.attention(src_ids, tgt_ids)  # quiet: the result's notes name a cut sentence
             gold = model.gold.explain(translator, result.source, maps.tgt_out_tokens) if model.gold else None
             translation["attention"] = {
                 "src_tokens": maps.src_tokens,

@@ -2,6 +2,15 @@
 turn every problem the library names into one ``error:`` line and an exit code (2 for
 configuration, 1 for the rest, 128 + N for a run stopped by signal N).
 
+Around it, what the script does on either side of Hydra. Before Hydra starts: claim the run
+folder a command line names (:func:`claim_run_dir`: refused in one line when it is in use, else
+locked before Hydra writes into it) and, under torchrun, agree on one folder for every rank
+(:func:`torchrun_overrides`). Inside Hydra's job: :func:`train_job` starts the training
+processes (:mod:`minitrans.training.launch`) or trains here, and prints the run's summary line
+only when this run has just written it; a sweep's failed job lets the sweep go on
+(:func:`sweep_job_failed`). Nothing here imports torch or Hydra at import time: a command line
+refused before training is refused in a second.
+
 It lives here rather than in the script because every launcher must be able to import it by
 name: :func:`minitrans.training.launch.spawn` pickles :func:`run_job` and its :class:`Job` for
 the training processes it starts, and a job that Hydra's submitit launcher runs (a cluster's,
@@ -14,8 +23,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from minitrans.core.config import TrainConfig
@@ -99,4 +110,172 @@ def report(message: str, code: int, is_main: bool = True) -> int:
     return code
 
 
-__all__ = ["Job", "fail", "os_error_line", "report", "run_job"]
+def train_job(
+    cfg: TrainConfig, job: Job, is_search: bool, parallel_jobs: bool, logging_config: dict[str, Any] | None
+) -> float | None:
+    """What the script's Hydra job does with a valid configuration: train in
+    ``trainer.processes`` processes (this one waits) or in this one, then print the run's summary
+    line and return its validation BLEU (what a sweeper reads). ``parallel_jobs``: the job runs
+    beside others (Hydra's joblib launcher); ``logging_config``: rank 0's logging (Hydra's
+    ``job_logging``, resolved). Exits (SystemExit) with the job's code when it failed, was
+    refused or stopped, unless the sweep goes on without it."""
+    from minitrans.core.checks import ConfigError
+    from minitrans.runs.summary import RunSummary, summary_line, warmup_note
+    from minitrans.training import launch
+    from minitrans.training.setup import training_device
+
+    try:
+        device = training_device(cfg.trainer.device)
+    except ConfigError as error:
+        return refused(job, error, is_search)
+    before = summary_stamp(job.out_dir)  # the folder's old summary, if any: never reported as this run's
+    processes = 1 if launch.under_torchrun() else launch.processes_for(cfg.trainer, device, parallel_jobs)
+    if processes > 1:  # this process waits; the training processes run the job
+        threads = cfg.trainer.num_threads or 1
+        log.info(
+            "starting %d training processes (%d thread(s) each; trainer.processes=%s)",
+            processes,
+            threads,
+            cfg.trainer.processes,
+        )
+        code = launch.spawn(run_job, (cfg, job), processes, threads, logging_config)
+    else:
+        code = run_job(cfg, job)
+    if code:
+        if job.is_sweep and code in (1, 2):  # refused or failed, its error line written (not stopped)
+            return sweep_job_failed(job, code, is_search)
+        raise SystemExit(code)
+    if int(os.environ.get("RANK", 0)) != 0:  # a rank other than 0 under torchrun
+        return None
+    if summary_stamp(job.out_dir) in (None, before):  # the training processes ended without finishing
+        fail(f"the training ended without writing {Path(job.out_dir) / 'summary.json'}; its result is unknown", 1)
+    summary = RunSummary.read(job.out_dir)
+    note = warmup_note(summary)
+    if note is not None:  # once, in train.log and on the console, just before the summary line
+        log.warning(note)
+    print(summary_line(summary, job.out_dir))
+    return summary.valid["bleu"]
+
+
+def refused(job: Job, error: Exception, is_search: bool) -> None:
+    """A configuration refused (exit 2 with its error line; in a sweep, that job skipped)."""
+    job.refuse(error)
+    return sweep_job_failed(job, 2, is_search)
+
+
+def sweep_job_failed(job: Job, code: int, is_search: bool) -> None:
+    """A sweep job refused (``code`` 2) or failed (1) with its error line: the rest of a grid
+    sweep goes on; in an Optuna search it is a failed trial, raised so that the sweeper counts it
+    against ``hydra.sweeper.max_failure_rate`` (a result of None would count, but never stop it)."""
+    from minitrans.core.hydra_sweep import TrialFailed
+
+    name = os.path.basename(job.out_dir)
+    if is_search:
+        raise TrialFailed(f"trial {name} {'was refused' if code == 2 else 'failed'}; its error line is above")
+    if code == 1:
+        log.error("job %s failed; the rest of the sweep goes on", name)
+    return None
+
+
+def summary_stamp(out_dir: str) -> tuple[int, int, int] | None:
+    """What tells a summary.json just written from an older one (it is replaced atomically: a
+    new file), or None without one."""
+    try:
+        stat = (Path(out_dir) / "summary.json").stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
+def resume_program() -> str:
+    """How the script was started, for the line that says how to resume."""
+    world = int(os.environ.get("WORLD_SIZE", 1))  # set by torchrun (not yet by trainer.processes)
+    launcher = f"torchrun --nproc_per_node={world}" if world > 1 else "python"
+    return f"{launcher} {sys.argv[0]}"
+
+
+_run_dir_lock = None  # a named run (or sweep) folder's lock, held from before Hydra writes into it
+
+
+def claim_run_dir(args: list[str]) -> str | None:
+    """Before Hydra starts: the one-line problem with the command line's run folder or torchrun
+    environment, else None, the folder named by rank 0 (or a lone process) now locked
+    (:func:`hold_run_dir_argument`)."""
+    if "WORLD_SIZE" in os.environ:  # torchrun's, or one leaked from another job
+        from minitrans.training.distributed import torchrun_env_problem
+
+        problem = torchrun_env_problem()
+        if problem is not None:
+            return problem
+    return hold_run_dir_argument(args) if int(os.environ.get("RANK", 0)) == 0 else None
+
+
+def hold_run_dir_argument(args: list[str]) -> str | None:
+    """A ``hydra.run.dir=`` (``hydra.sweep.dir=`` for ``-m``) on the command line that is empty,
+    a file, not writable or in use by another training process is refused; otherwise this
+    process locks it before Hydra writes anything into it (``.hydra/``, ``train.log``,
+    ``multirun.yaml``), so a second run started at the same moment is refused by a folder still
+    as the first one wrote it. The training processes a run starts inherit the lock; a folder
+    Hydra must resolve (``${...}``) is locked by the trainer (a sweep's: each job's, only)."""
+    global _run_dir_lock
+    from minitrans.core.checks import ConfigError
+    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down
+
+    is_sweep = any(flag in args for flag in ("-m", "--multirun"))
+    key = "hydra.sweep.dir" if is_sweep else "hydra.run.dir"
+    given = [arg.partition("=")[2] for arg in args if arg.startswith(f"{key}=")]
+    if not given:
+        return None
+    try:
+        check_run_dir(given[-1], key)
+        if "${" not in given[-1]:
+            _run_dir_lock = RunLock(given[-1], key).acquire()
+            if not is_sweep:
+                hand_down(given[-1])
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+def torchrun_overrides(args: list[str]) -> list[str]:
+    """Under torchrun (more than one rank), every rank must write to the same run folder: rank 0
+    picks the time stamp that Hydra's default folder name (conf/hydra/default.yaml) would use,
+    and only rank 0 writes Hydra's files and logs. Nothing to add for a lone process."""
+    if int(os.environ.get("WORLD_SIZE", 1)) <= 1:
+        return []
+    from minitrans.core.run_folder import claim_new_folder
+    from minitrans.training import distributed
+
+    info = distributed.init()
+    extra = []
+    if not any(arg.startswith(("hydra.run.dir=", "hydra.sweep.dir=")) for arg in args):
+        stamp = time.strftime("%Y-%m-%d/%H-%M-%S")
+        run_dir = distributed.broadcast_object(claim_new_folder(f"outputs/{stamp}") if info.is_main else None, info)
+        extra += [f"hydra.run.dir={run_dir}", f"hydra.sweep.dir=multirun/{stamp}"]
+    if not info.is_main:
+        extra += ["hydra.output_subdir=null", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
+    return extra
+
+
+def shutdown_distributed() -> None:
+    """Leave the process group, if this process joined one (torchrun)."""
+    if "minitrans.training.distributed" in sys.modules:
+        sys.modules["minitrans.training.distributed"].shutdown()
+
+
+__all__ = [
+    "Job",
+    "claim_run_dir",
+    "fail",
+    "hold_run_dir_argument",
+    "os_error_line",
+    "refused",
+    "report",
+    "resume_program",
+    "run_job",
+    "shutdown_distributed",
+    "summary_stamp",
+    "sweep_job_failed",
+    "torchrun_overrides",
+    "train_job",
+]
