@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.grammar import clause, main, np, sentence, whom
 
 from minitrans.core.config import TransformerConfig
 from minitrans.data.grammar import render, subject_links
@@ -17,7 +18,6 @@ from minitrans.runs.head_roles import (
     piece_positions,
     subject_links_at_pieces,
 )
-from tests.helpers.grammar import clause, main, np, sentence, whom
 
 
 def words_of(text: str, links) -> list[tuple[list[str], list[str]]]:
