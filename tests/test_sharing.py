@@ -164,20 +164,24 @@ def run_ranks(size: int, work) -> list:
 
 @pytest.mark.parametrize("size", [2, 3])
 def test_shared_batch_parts_are_one_process_batches(size):
-    """Every row is decoded by exactly one rank, at its one-process batch's width; with many
-    batches each rank's parts are whole batches, with few every batch is split by rows."""
+    """Every row is decoded by exactly one rank, at its one-process batch's width; with enough
+    batches each rank's parts are whole batches of balanced cost, with few each batch is split
+    by rows."""
     from minitrans.runs.evaluation import WHOLE_BATCHES_PER_RANK, shared_batch_parts
 
-    for count in (1, 2, WHOLE_BATCHES_PER_RANK * size, WHOLE_BATCHES_PER_RANK * size + 1):
+    enough = WHOLE_BATCHES_PER_RANK * size
+    for count in (1, 2, enough - 1, enough, enough + 3, 5 * enough):
         batches = [list(range(10 * n, 10 * n + 1 + n % 4)) for n in range(count)]  # 1 to 4 rows each
         widths = [5 + n for n in range(count)]
         parts = [shared_batch_parts(batches, widths, Share(rank, size)) for rank in range(size)]
         decoded = sorted((row, width) for part in parts for rows, width in part for row in rows)
         assert decoded == sorted((row, widths[n]) for n, rows in enumerate(batches) for row in rows)
-        whole = count >= WHOLE_BATCHES_PER_RANK * size
-        assert all((rows in batches) == whole or len(rows) == len(batches[0]) for part in parts for rows, _ in part)
-        if whole:  # the rest of a turn goes to the last ranks, so rank 0 (which also logs) has no more
-            assert [len(part) for part in parts] == sorted(len(part) for part in parts)
+        if count < enough:  # each batch split by rows
+            assert all(rows not in batches or len(rows) == 1 for part in parts for rows, _ in part)
+            continue
+        assert all(rows in batches for part in parts for rows, _ in part)  # whole batches
+        loads = [sum(len(rows) * width for rows, width in part) for part in parts]
+        assert max(loads) - min(loads) <= max(len(rows) * width for rows, width in zip(batches, widths))
 
 
 @pytest.mark.parametrize("beam", [1, 3])

@@ -92,19 +92,28 @@ def translate_shared(
     return [found.get(i, []) for i in range(len(src_ids))]
 
 
-# Enough whole batches to deal out in turn: each rank's part is then within a batch of the others'.
-WHOLE_BATCHES_PER_RANK = 4
+# Whole batches are dealt out when each rank gets at least this many (one batch of difference
+# between the ranks is then a small part of the work); with fewer, each batch is split by rows.
+WHOLE_BATCHES_PER_RANK = 2
 
 
 def shared_batch_parts(batches: Sequence[list[int]], width: Sequence[int], share: Share) -> list[tuple[list[int], int]]:
     """This rank's part of one process's decoding ``batches`` (each with its padded ``width``),
-    as (rows, width) pairs: whole batches in turn when there are enough to balance the ranks (a
-    final test's many beam batches), else every ``size``-th row of each batch at that batch's
-    width (validation's few greedy batches), so a sentence meets the padding it meets alone."""
-    numbered = list(enumerate(batches))
-    if len(batches) >= WHOLE_BATCHES_PER_RANK * share.size:
-        return [(rows, width[number]) for number, rows in share.mine(numbered, main_last=True)]
-    return [(rows, width[number]) for number, all_rows in numbered if (rows := share.mine(all_rows, main_last=True))]
+    as (rows, width) pairs. With enough batches (the final test's), whole ones: each, costliest
+    first (rows x width), to the rank with the least so far, rank 0 (which also logs) last on a
+    tie; else every ``size``-th row of each batch at that batch's width (validation's one or
+    two). Either way a sentence meets the padding it meets in one process."""
+    if len(batches) < WHOLE_BATCHES_PER_RANK * share.size:
+        return [
+            (rows, width[n]) for n, all_rows in enumerate(batches) if (rows := share.mine(all_rows, main_last=True))
+        ]
+    load, mine = [0] * share.size, []
+    for n in sorted(range(len(batches)), key=lambda n: -len(batches[n]) * width[n]):  # stable: ties in order
+        rank = min(reversed(range(share.size)), key=load.__getitem__)
+        load[rank] += len(batches[n]) * width[n]
+        if rank == share.rank:
+            mine.append(n)
+    return [(batches[n], width[n]) for n in sorted(mine)]
 
 
 def translate_in_batches_shared(
