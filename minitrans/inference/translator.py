@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint
 from minitrans.core.checkpoint_folder import resolve_checkpoint
@@ -26,7 +27,7 @@ from minitrans.core.checks import first_line
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import collate
-from minitrans.data.tokenizer import Tokenizer
+from minitrans.data.tokenizer import PAD_ID, Tokenizer
 from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import Hypothesis, search
@@ -125,15 +126,36 @@ class Translator(BaseTranslator):
     ) -> list[list[Hypothesis]]:
         """See :meth:`BaseTranslator.search_encoded`; batches are built from sorted lengths."""
         fitted = self.fit_sources(src_ids)
-        options = replace(options, max_output_len=self.output_cap(options))
         outputs: list[list[Hypothesis]] = [[] for _ in src_ids]
-        with eval_mode(self.model):
-            # a batch of beam hypotheses costs about beam * rows * longest length tokens
-            for rows in length_batches(fitted, options.beam_size, options.batch_hyp_tokens):
-                src = collate([fitted[i] for i in rows], [[] for _ in rows]).src.to(self.device)  # (B, S)
-                for row, hyps in zip(rows, search(self.model, src, options, nbest)):
-                    outputs[row] = hyps
+        for rows in self.decoding_batches(fitted, options):
+            for row, hyps in zip(rows, self.search_batch([fitted[i] for i in rows], options, nbest)):
+                outputs[row] = hyps
         return outputs
+
+    @staticmethod
+    def decoding_batches(fitted: dict[int, list[int]], options: DecodingOptions = GREEDY) -> list[list[int]]:
+        """The keys of fitted sources (:meth:`fit_sources`) in the batches :meth:`search_encoded`
+        decodes them in: sorted by length, a batch of beam hypotheses costing about
+        beam * rows * longest length tokens (``options.batch_hyp_tokens``)."""
+        return length_batches(fitted, options.beam_size, options.batch_hyp_tokens)
+
+    @torch.no_grad()
+    def search_batch(
+        self,
+        sources: Sequence[Sequence[int]],
+        options: DecodingOptions = GREEDY,
+        nbest: int = 1,
+        width: int | None = None,
+    ) -> list[list[Hypothesis]]:
+        """One decoding batch of fitted sources, padded to ``width`` positions (at least the
+        longest): a part of a batch padded to the whole batch's width is decoded as in the whole
+        batch (the training processes share validation's batches so)."""
+        options = replace(options, max_output_len=self.output_cap(options))
+        src = collate(sources, [[] for _ in sources]).src  # (B, S)
+        if width is not None and width > src.shape[1]:
+            src = F.pad(src, (0, width - src.shape[1]), value=PAD_ID)  # (B, width)
+        with eval_mode(self.model):
+            return search(self.model, src.to(self.device), options, nbest)
 
     def align(self, sources: Sequence[Sequence[int]], hypotheses: Sequence[Hypothesis]) -> list[list[int] | None]:
         """One teacher-forced pass over every hypothesis (see :meth:`score_encoded`)."""

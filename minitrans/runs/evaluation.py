@@ -13,6 +13,8 @@ from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.metrics import bleu_by_length, corpus_scores
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate
+from minitrans.inference.base import BaseTranslator
+from minitrans.inference.decoding import best_ids
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
 from minitrans.runs.sharing import ALONE, Share
@@ -88,6 +90,50 @@ def translate_shared(
     return [found.get(i, []) for i in range(len(src_ids))]
 
 
+# Whole batches are dealt out when each rank gets at least this many (one batch of difference
+# between the ranks is then a small part of the work); with fewer, each batch is split by rows.
+WHOLE_BATCHES_PER_RANK = 2
+
+
+def shared_batch_parts(batches: Sequence[list[int]], width: Sequence[int], share: Share) -> list[tuple[list[int], int]]:
+    """This rank's part of one process's decoding ``batches`` (each with its padded ``width``),
+    as (rows, width) pairs. With enough batches (the final test's), whole ones: each, costliest
+    first (rows x width), to the rank with the least so far, rank 0 (which also logs) last on a
+    tie; else every ``size``-th row of each batch at that batch's width (validation's one or
+    two). Either way a sentence meets the padding it meets in one process."""
+    if len(batches) < WHOLE_BATCHES_PER_RANK * share.size:
+        return [
+            (rows, width[n]) for n, all_rows in enumerate(batches) if (rows := share.mine(all_rows, main_last=True))
+        ]
+    load, mine = [0] * share.size, []
+    for n in sorted(range(len(batches)), key=lambda n: -len(batches[n]) * width[n]):  # stable: ties in order
+        rank = min(reversed(range(share.size)), key=load.__getitem__)
+        load[rank] += len(batches[n]) * width[n]
+        if rank == share.rank:
+            mine.append(n)
+    return [(batches[n], width[n]) for n in sorted(mine)]
+
+
+def translate_in_batches_shared(
+    translator: BaseTranslator, src_ids: Sequence[Sequence[int]], options: DecodingOptions, share: Share = ALONE
+) -> list[list[int]]:
+    """:meth:`Translator.translate_encoded` shared by the ranks without changing how any sentence
+    is decoded: rank 0 fits the sources (so a cut sentence is warned about once, numbered as in
+    the split) and sends them to all; every rank forms the batches one process forms and decodes
+    its part of them (:func:`shared_batch_parts`); every rank gets every translation, in order.
+    Decoding draws no random numbers, so the training stream is untouched on every rank."""
+    if share.size == 1 or not isinstance(translator, Translator):
+        return translator.translate_encoded(src_ids, options)
+    fitted = share.all_gather(translator.fit_sources(src_ids) if share.is_main else None)[0]
+    batches = translator.decoding_batches(fitted, options)
+    widths = [max(len(fitted[i]) for i in rows) for rows in batches]
+    found = {}
+    for rows, width in shared_batch_parts(batches, widths, share):
+        found |= dict(zip(rows, best_ids(translator.search_batch([fitted[i] for i in rows], options, width=width))))
+    found = share.merge(found)
+    return [found.get(i, []) for i in range(len(src_ids))]
+
+
 def unseen_scores(
     hypotheses: Sequence[str],
     references: Sequence[str],
@@ -122,7 +168,7 @@ def evaluate_split(
     names a tokenizer. Shared, the sentences are (:func:`translate_shared`); every rank gets the
     hypotheses, rank 0 the scores (the others an empty dict)."""
     rows = split if limit is None else split.select(range(min(limit, len(split))))
-    hyp_ids = translate_shared(translator, rows["src_ids"], options, share)
+    hyp_ids = translate_in_batches_shared(translator, rows["src_ids"], options, share)
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
     if not share.is_main:
         return {}, hypotheses
