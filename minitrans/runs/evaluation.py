@@ -73,23 +73,6 @@ def validation_loss(model: Seq2SeqModel, split: datasets.Dataset, batch_tokens: 
     return validation_losses(model, split, batch_tokens, device)["cross_entropy"]
 
 
-def translate_shared(
-    translator: Translator, src_ids: Sequence[Sequence[int]], options: DecodingOptions, share: Share = ALONE
-) -> list[list[int]]:
-    """:meth:`Translator.translate_encoded`, each rank decoding every ``size``-th sentence of the
-    length-sorted sources (so every rank's batches hold every length); every rank gets all of
-    them, in order. A cut sentence is warned about once, by rank 0, numbered as in the split."""
-    if share.size == 1:
-        return translator.translate_encoded(src_ids, options)
-    if share.is_main:
-        translator.warn_cut(src_ids)  # numbered as in the split, by rank 0 only
-    fitted = translator.fit_sources(src_ids)  # blank sources left out: they translate to nothing
-    mine = share.mine(sorted(fitted, key=lambda i: len(fitted[i])))
-    found = dict(zip(mine, translator.translate_encoded([fitted[i] for i in mine], options)))
-    found = share.merge(found)
-    return [found.get(i, []) for i in range(len(src_ids))]
-
-
 # Whole batches are dealt out when each rank gets at least this many (one batch of difference
 # between the ranks is then a small part of the work); with fewer, each batch is split by rows.
 WHOLE_BATCHES_PER_RANK = 2
@@ -165,8 +148,8 @@ def evaluate_split(
 ) -> tuple[dict, list[str]]:
     """Translate (the first ``limit`` sentences of) a split and score it with sacrebleu, BLEU
     tokenised for the run's target language (``data.tgt_lang``) unless ``trainer.bleu_tokenize``
-    names a tokenizer. Shared, the sentences are (:func:`translate_shared`); every rank gets the
-    hypotheses, rank 0 the scores (the others an empty dict)."""
+    names a tokenizer. Shared, the ranks decode their parts (:func:`translate_in_batches_shared`);
+    every rank gets the hypotheses, rank 0 the scores (the others an empty dict)."""
     rows = split if limit is None else split.select(range(min(limit, len(split))))
     hyp_ids = translate_in_batches_shared(translator, rows["src_ids"], options, share)
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
