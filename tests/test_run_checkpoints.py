@@ -67,6 +67,26 @@ def test_final_weights_without_averaging_are_the_best_and_drop_a_stale_average(t
     assert torch.equal(chosen.state["w"], load_checkpoint(checkpoints.best)["model"]["w"])
 
 
+def test_a_run_judged_by_its_last_weights_keeps_no_best_and_translates_with_last(tmp_path):
+    checkpoints = Checkpoints.of_run(tmp_path / "run", keep_steps=1, keep_best=False)
+    checkpoints.folder.mkdir(parents=True)
+    checkpoints.save_last(weights(1))
+    checkpoints.save_best(weights(2))  # the trainer asks; the policy keeps nothing
+    assert not checkpoints.best.exists()
+    best = Checkpoints.of_run(tmp_path / "run").best
+    torch.save(weights(3), best)  # a stale best.pt, of a finish judged by best validation BLEU
+    chosen = checkpoints.final_weights()
+    assert (chosen.state, chosen.source, chosen.is_averaged) == (None, "last weights", False)  # the model's own
+    assert not best.exists() and resolve_checkpoint(tmp_path / "run") == checkpoints.last
+
+
+def test_averaging_still_wins_over_the_last_weights_policy(tmp_path):
+    checkpoints = Checkpoints.of_run(tmp_path, keep_steps=2, keep_best=False)
+    for step in (2, 4):
+        checkpoints.save_step(weights(step), step)
+    assert checkpoints.final_weights().source == "average of last 2 checkpoints"
+
+
 @pytest.mark.parametrize("then", ["resume", "finish"])
 def test_a_stopped_run_names_the_command_that_continues_it_in_its_own_folder(then):
     folder = Path("outputs/2026-12-01/18-00-00 x")

@@ -145,6 +145,17 @@ def test_a_stale_average_never_wins_over_the_weights_the_summary_reports(tmp_pat
     assert resolve_checkpoint(run).name == "best.pt"  # not the averaged.pt of the first finish
 
 
+def test_final_weights_last_reports_and_keeps_the_last_weights(tmp_path, tiny_config):
+    run = tmp_path / "run"
+    common = ("trainer.eval_every=2", "trainer.eval_sentences=2", "trainer.final_weights=last")
+    summary = train(tiny_config("trainer.max_steps=4", *common), run)
+    assert summary.weights == "last weights"
+    assert not (run / "checkpoints" / "best.pt").exists()
+    assert resolve_checkpoint(run).name == "last.pt"
+    with pytest.raises(ConfigError, match=r"trainer\.final_weights: must be one of best, last, got 'first'"):
+        tiny_config("trainer.final_weights=first")
+
+
 @pytest.mark.slow
 def test_a_second_training_process_gets_one_line_and_exit_2_and_writes_nothing(tmp_path, run_train):
     run = tmp_path / "run"

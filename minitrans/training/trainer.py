@@ -67,7 +67,9 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, out_dir: str | Path, clock: Callable[[], float] | None = None) -> None:
         self.cfg, self.out_dir = cfg, Path(out_dir)
         self.clock = clock or time.perf_counter
-        self.checkpoints = Checkpoints.of_run(self.out_dir, keep_steps=cfg.trainer.average_last)
+        self.checkpoints = Checkpoints.of_run(
+            self.out_dir, keep_steps=cfg.trainer.average_last, keep_best=cfg.trainer.final_weights == "best"
+        )
         self.dist = distributed.init()
         self.out_dir.mkdir(parents=True, exist_ok=True)
         # the folder is this run's until fit() returns or raises (or the process ends)
