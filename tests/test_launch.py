@@ -9,6 +9,7 @@ import os
 import pickle
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -78,6 +79,24 @@ def test_an_interrupted_process_never_exits_0(task, code, capfd):
     printed the folder's old summary as this run's result (issue 33, item 2)."""
     assert launch.spawn(task, (), processes=2, threads=1) == code
     assert capfd.readouterr().err.count(f"error: interrupted by {signal.Signals(code - 128).name}") == 1
+
+
+def started_with_libc_preloaded() -> int:
+    """A training process that checks the allocator library it was started with (here the C
+    library itself, which any Linux process maps anyway: harmless to preload)."""
+    preload = os.environ.get("LD_PRELOAD", "").split(":")
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        mapped = maps.read()
+    return 0 if preload[0] == "libc.so.6" and "libc.so.6" in mapped else 3
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_PRELOAD and /proc are Linux's")
+def test_the_training_processes_start_with_the_allocator_and_the_parent_keeps_its_environment(monkeypatch):
+    monkeypatch.setenv("LD_PRELOAD", "")
+    assert launch.spawn(started_with_libc_preloaded, (), processes=2, threads=1, preload="libc.so.6") == 0
+    assert os.environ["LD_PRELOAD"] == ""  # only the children's environment had it
+    assert launch.spawn(started_with_libc_preloaded, (), processes=2, threads=1) == 3  # none asked: none given
 
 
 # scripts/train.py run with training processes that end with exit 0 and write nothing

@@ -57,3 +57,34 @@ def test_release_gives_freed_heap_pages_back(fresh_lookup):
     assert memory.release_free_memory() is True
     assert held - memory.resident_mib() > 64
     libc.free(kept)
+
+
+def finder(*installed: str):
+    """ctypes.util.find_library as a system with ``installed`` libraries would answer."""
+    return lambda name: f"lib{name}.so.4" if name in installed else None
+
+
+def test_the_allocator_is_found_by_name_or_chosen_by_auto(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert memory.allocator_library("system", finder("tcmalloc_minimal")) is None
+    assert memory.allocator_library("auto", finder("tcmalloc_minimal", "jemalloc")) == "libtcmalloc_minimal.so.4"
+    assert memory.allocator_library("auto", finder("tcmalloc")) == "libtcmalloc.so.4"
+    assert memory.allocator_library("auto", finder("jemalloc")) == "libjemalloc.so.4"
+    assert memory.allocator_library("auto", finder()) is None  # nothing installed: the system's, quietly
+    assert memory.allocator_library("jemalloc", finder("jemalloc", "tcmalloc")) == "libjemalloc.so.4"
+    with pytest.raises(
+        ValueError, match=r"trainer.allocator=tcmalloc: the library is not installed here \(apt install"
+    ):
+        memory.allocator_library("tcmalloc", finder("jemalloc"))
+    with pytest.raises(ValueError, match="must be one of system, auto, tcmalloc, jemalloc, got 'mimalloc'"):
+        memory.allocator_library("mimalloc", finder())
+    monkeypatch.setattr(sys, "platform", "darwin")  # LD_PRELOAD means nothing there
+    assert memory.allocator_library("tcmalloc", finder("tcmalloc_minimal")) is None
+
+
+def test_the_allocator_goes_first_in_ld_preload_and_only_once():
+    assert memory.preloaded({"A": "1"}, None) == {"A": "1"}
+    assert memory.preloaded({}, "libtcmalloc.so.4") == {"LD_PRELOAD": "libtcmalloc.so.4"}
+    assert memory.preloaded({"LD_PRELOAD": "libx.so:libtcmalloc.so.4"}, "libtcmalloc.so.4") == {
+        "LD_PRELOAD": "libtcmalloc.so.4:libx.so"
+    }

@@ -120,6 +120,7 @@ def train_job(
     ``job_logging``, resolved). Exits (SystemExit) with the job's code when it failed, was
     refused or stopped, unless the sweep goes on without it."""
     from minitrans.core.checks import ConfigError
+    from minitrans.core.memory import allocator_library
     from minitrans.runs.summary import RunSummary, summary_line, warmup_note
     from minitrans.training import launch
     from minitrans.training.setup import training_device
@@ -132,13 +133,18 @@ def train_job(
     processes = 1 if launch.under_torchrun() else launch.processes_for(cfg.trainer, device, parallel_jobs)
     if processes > 1:  # this process waits; the training processes run the job
         threads = cfg.trainer.num_threads or 1
+        try:
+            preload = allocator_library(cfg.trainer.allocator)
+        except ValueError as error:
+            return refused(job, error, is_search)
         log.info(
-            "starting %d training processes (%d thread(s) each; trainer.processes=%s)",
+            "starting %d training processes (%d thread(s) each; trainer.processes=%s)%s",
             processes,
             threads,
             cfg.trainer.processes,
+            f" with the allocator {preload}" if preload else "",
         )
-        code = launch.spawn(run_job, (cfg, job), processes, threads, logging_config)
+        code = launch.spawn(run_job, (cfg, job), processes, threads, logging_config, preload)
     else:
         code = run_job(cfg, job)
     if code:

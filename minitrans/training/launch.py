@@ -40,6 +40,7 @@ import torch
 import torch.multiprocessing as mp
 
 from minitrans.core.config import TrainerConfig
+from minitrans.core.memory import preloaded
 from minitrans.core.utils import STOP_SIGNALS
 
 log = logging.getLogger(__name__)
@@ -101,19 +102,30 @@ def spawn(
     processes: int,
     threads: int,
     logging_config: dict[str, Any] | None = None,
+    preload: str | None = None,
 ) -> int:
     """Run ``task(*args)`` in ``processes`` processes joined in one process group, each with
     ``threads`` intra-op threads; return their exit code (rank 0's if it failed, else the first
     failure's; 128 + N for a process killed by signal N). ``task`` returns an exit code and must
     be importable by name (a module-level function); ``logging_config`` (a ``dictConfig``) is
-    rank 0's logging, the others log warnings and errors only."""
-    context = mp.start_processes(
-        _worker,
-        args=(processes, free_port(), threads, logging_config, task, args),
-        nprocs=processes,
-        join=False,
-        start_method="spawn",
-    )
+    rank 0's logging, the others log warnings and errors only. ``preload``: a shared library the
+    processes start with (``LD_PRELOAD``: another C allocator, :func:`minitrans.core.memory.allocator_library`)."""
+    before = os.environ.get("LD_PRELOAD")
+    if preload is not None:  # what the spawned interpreters start with
+        os.environ["LD_PRELOAD"] = preloaded(dict(os.environ), preload)["LD_PRELOAD"]
+    try:
+        context = mp.start_processes(
+            _worker,
+            args=(processes, free_port(), threads, logging_config, task, args),
+            nprocs=processes,
+            join=False,
+            start_method="spawn",
+        )
+    finally:
+        if before is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = before
     children = context.processes
     received: list[int] = []
 
