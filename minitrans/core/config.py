@@ -343,26 +343,14 @@ class TrainerConfig:
                 f"must be one of {', '.join(BLEU_TOKENIZERS)} (or null: chosen for data.tgt_lang), got {self.bleu_tokenize!r}",
             )
         check_range("trainer.lr", self.lr, 0, low_open=True)
-        check(
-            self.precision in PRECISIONS,
-            "trainer.precision",
-            f"must be one of {', '.join(PRECISIONS)}, got {self.precision!r}",
-        )
-        check(
-            self.allocator in ALLOCATORS,
-            "trainer.allocator",
-            f"must be one of {', '.join(ALLOCATORS)}, got {self.allocator!r}",
-        )
-        check(
-            self.final_weights in FINAL_WEIGHTS,
-            "trainer.final_weights",
-            f"must be one of {', '.join(FINAL_WEIGHTS)}, got {self.final_weights!r}",
-        )
-        check(
-            self.schedule in SCHEDULES,
-            "trainer.schedule",
-            f"must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}",
-        )
+        for key, choices in (
+            ("precision", PRECISIONS),
+            ("allocator", ALLOCATORS),
+            ("final_weights", FINAL_WEIGHTS),
+            ("schedule", SCHEDULES),
+        ):
+            value = getattr(self, key)
+            check(value in choices, f"trainer.{key}", f"must be one of {', '.join(choices)}, got {value!r}")
         check_range("trainer.min_lr_ratio", self.min_lr_ratio, 0, 1)
         check_range("trainer.weight_decay", self.weight_decay, 0, 10)
         check_range("trainer.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
