@@ -177,6 +177,19 @@ class Interrupted(KeyboardInterrupt):
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGUSR2") if hasattr(signal, name))
 
 
+_early_stops: list[int] = []  # SIGINTs that reached a training process before its loop's StopRequest
+
+
+def interrupt_early(signum, frame) -> None:
+    """A training process's SIGINT handler until the loop's :class:`StopRequest`: stop at once,
+    as Python's own handler would (``Interrupted``, exit 128 + signum), and remember it. Python
+    only prints an exception raised inside a finalizer (a ``__del__``, a weakref callback), so a
+    Ctrl-C landing there was lost, and the run trained on (the flaky run-folder lock test): the
+    loop's StopRequest now starts with the remembered signal and stops after one step."""
+    _early_stops.append(signum)
+    raise Interrupted(signum)
+
+
 class StopRequest:
     """While active, SIGINT (Ctrl-C), SIGTERM and SIGUSR2 only set ``signal``; the training loop
     checks it after each step, writes a checkpoint and stops. A second signal stops at once. With
@@ -190,6 +203,9 @@ class StopRequest:
         self._previous: dict = {}
 
     def __enter__(self) -> StopRequest:
+        if _early_stops and not self.immediate:  # a stop that an earlier phase swallowed
+            self.signal = _early_stops[-1]
+        _early_stops.clear()
         for sig in STOP_SIGNALS:
             try:
                 self._previous[sig] = signal.signal(sig, self._handle)

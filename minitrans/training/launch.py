@@ -41,7 +41,7 @@ import torch.multiprocessing as mp
 
 from minitrans.core.config import TrainerConfig
 from minitrans.core.memory import preloaded
-from minitrans.core.utils import STOP_SIGNALS
+from minitrans.core.utils import STOP_SIGNALS, interrupt_early
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +239,7 @@ def _worker(
 ) -> None:
     """One process: torchrun's environment, its threads and logging, then the task."""
     os.setpgid(0, 0)  # stop signals come from the parent, once (see the module's docstring)
+    signal.signal(signal.SIGINT, interrupt_early)  # Python's own handler, but never lost in a finalizer
     os.environ.update(
         RANK=str(rank),
         LOCAL_RANK=str(rank),
