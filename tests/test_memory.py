@@ -83,8 +83,6 @@ def test_the_allocator_is_found_by_name_or_chosen_by_auto(monkeypatch):
 
 
 def test_the_allocator_goes_first_in_ld_preload_and_only_once():
-    assert memory.preloaded({"A": "1"}, None) == {"A": "1"}
-    assert memory.preloaded({}, "libtcmalloc.so.4") == {"LD_PRELOAD": "libtcmalloc.so.4"}
-    assert memory.preloaded({"LD_PRELOAD": "libx.so:libtcmalloc.so.4"}, "libtcmalloc.so.4") == {
-        "LD_PRELOAD": "libtcmalloc.so.4:libx.so"
-    }
+    assert memory.preloaded("libx.so", None) == "libx.so"
+    assert memory.preloaded(None, "libtcmalloc.so.4") == "libtcmalloc.so.4"
+    assert memory.preloaded("libx.so:libtcmalloc.so.4", "libtcmalloc.so.4") == "libtcmalloc.so.4:libx.so"

@@ -83,12 +83,12 @@ def allocator_library(choice: str, find=ctypes.util.find_library) -> str | None:
     raise ValueError(f"trainer.allocator={choice}: the library is not installed here ({INSTALL_HINT[choice]})")
 
 
-def preloaded(environ: dict[str, str], library: str | None) -> dict[str, str]:
-    """``environ`` with ``library`` first in its ``LD_PRELOAD`` (unchanged when None)."""
+def preloaded(current: str | None, library: str | None) -> str | None:
+    """An ``LD_PRELOAD`` value: ``current`` with ``library`` first, and only once (unchanged when None)."""
     if library is None:
-        return dict(environ)
-    others = [entry for entry in environ.get("LD_PRELOAD", "").split(":") if entry and entry != library]
-    return dict(environ, LD_PRELOAD=":".join([library, *others]))
+        return current
+    others = [entry for entry in (current or "").split(":") if entry and entry != library]
+    return ":".join([library, *others])
 
 
 __all__ = ["ALLOCATORS", "allocator_library", "preloaded", "release_free_memory", "resident_mib"]

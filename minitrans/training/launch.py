@@ -112,7 +112,7 @@ def spawn(
     processes start with (``LD_PRELOAD``: another C allocator, :func:`minitrans.core.memory.allocator_library`)."""
     before = os.environ.get("LD_PRELOAD")
     if preload is not None:  # what the spawned interpreters start with
-        os.environ["LD_PRELOAD"] = preloaded(dict(os.environ), preload)["LD_PRELOAD"]
+        os.environ["LD_PRELOAD"] = preloaded(before, preload)
     try:
         context = mp.start_processes(
             _worker,
