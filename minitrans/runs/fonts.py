@@ -17,9 +17,6 @@ import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import matplotlib
-from matplotlib import font_manager
-
 log = logging.getLogger(__name__)
 
 BASE_FAMILY = "DejaVu Sans"  # matplotlib's own font: Latin, Greek, Cyrillic, Arabic, Hebrew
@@ -50,6 +47,8 @@ def shipped_cjk_font() -> Path | None:
 
 
 def _register_shipped_font() -> None:
+    from matplotlib import font_manager  # matplotlib comes with the first drawing (runs/viz.py)
+
     if (path := shipped_cjk_font()) is None:
         return
     try:
@@ -61,6 +60,8 @@ def _register_shipped_font() -> None:
 @functools.cache
 def font_families() -> tuple[str, ...]:
     """``font.family`` for figures with tokens: DejaVu Sans, then the first CJK family found."""
+    from matplotlib import font_manager
+
     known = {font.name for font in font_manager.fontManager.ttflist}
     if not known & set(CJK_FAMILIES):
         _register_shipped_font()
@@ -70,6 +71,7 @@ def font_families() -> tuple[str, ...]:
 
 @functools.cache
 def _charmaps() -> tuple[frozenset[int], ...]:
+    from matplotlib import font_manager
     from matplotlib.ft2font import FT2Font
 
     maps = []
@@ -106,6 +108,8 @@ def warn_missing_glyphs(texts: Iterable[str]) -> None:
 def token_fonts(texts: Iterable[str] = ()) -> Iterator[None]:
     """Build figures inside this context: their text gets :func:`font_families` (kept by the
     figure, so it draws the same after the context), and a missing glyph is said once."""
+    import matplotlib
+
     warn_missing_glyphs(texts)
     with matplotlib.rc_context({"font.family": list(font_families())}):
         yield

@@ -13,12 +13,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
-from matplotlib.figure import Figure
 from torch import nn
 
 from minitrans.models.attention import MultiHeadAttention
+from minitrans.runs.viz import new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Head = tuple[str, int, int]  # (kind, layer, head): kind "enc_self", "dec_self" or "cross"
 _KINDS = {"enc_self": ("encoder_layers", "self_attn"), "dec_self": ("decoder_layers", "self_attn")}
@@ -141,7 +145,7 @@ def heads_heatmap(
     each cell written out; ``label`` names the colour scale."""
     values = [value for grid in grids.values() for row in grid for value in row]
     low, high = min(values, default=0.0), max(values, default=1.0)
-    fig = Figure(
+    fig = new_figure(
         figsize=(3.2 * len(grids) + 1.0, 0.6 * max(map(len, grids.values()), default=1) + 1.6),
         dpi=100,
         layout="constrained",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matplotlib.patches import Rectangle
 from torch.utils.tensorboard import SummaryWriter
 
 from minitrans.inference.translator import sentence_tokens
@@ -57,6 +56,8 @@ def _gold_overlay(translator, row, alignment: GoldAlignment | None, report: Alig
         f"sample {i} · gold links outlined · best head: layer {layer + 1}/{layers} · head {head + 1}/{heads}"
         f" (AER {best:.3f})"
     )
+    from matplotlib.patches import Rectangle  # with the first drawing, as in runs/viz.py
+
     fig = attention_card(weights, tgt_out_tokens, src_tokens, title)
     for r, c, sure in gold_cells(tokenizer, src_ids, tgt_ids, alignment):
         fig.axes[0].add_patch(

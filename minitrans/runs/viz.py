@@ -1,11 +1,9 @@
 """Attention heatmaps with the subword tokens on both axes, for TensorBoard and PNG files.
 
-Figures are plain :class:`matplotlib.figure.Figure` objects drawn on the non-interactive Agg
-canvas: pyplot is never imported, no global backend is switched, and a figure is freed as
-soon as nothing refers to it (there is no pyplot registry to ``close`` it from).
-
-Every map is drawn on one fixed 0-1 colour scale, so pictures of different heads, layers and
-training steps compare by eye. The axes of each kind of map, as
+Figures are plain :class:`matplotlib.figure.Figure` objects on the Agg canvas (:func:`new_figure`):
+pyplot is never imported, no global backend is switched, and a figure is freed as soon as nothing
+refers to it. Every map is drawn on one fixed 0-1 colour scale, so pictures of different heads,
+layers and training steps compare by eye. The axes of each kind of map, as
 :meth:`minitrans.inference.translator.Translator.attention_maps` returns them ``{kind: [per-layer
 (H, Lq, Lk)]}``:
 
@@ -15,10 +13,9 @@ training steps compare by eye. The axes of each kind of map, as
 
 TensorBoard gets one card per head (:func:`attention_cards`): every card has the same fixed
 size, so the IMAGES tab lines them up, and its fonts and label spacing are chosen to be read
-at the card's default width. PNG files get every layer and head of cross-attention as one grid (:func:`save_attention_png`).
-Tokens of any script are drawn with a font that has them (:mod:`minitrans.runs.fonts`).
-
-Every plot of runs colours a model kind the same way (:data:`MODEL_COLORS`).
+at the card's default width. PNG files get every layer and head of cross-attention as one grid
+(:func:`save_attention_png`). Tokens of any script are drawn with a font that has them
+(:mod:`minitrans.runs.fonts`); every plot colours a model kind the same way (:data:`MODEL_COLORS`).
 
 Shape legend: H heads, Lq query (row) length, Lk key (column) length.
 """
@@ -33,13 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from minitrans.runs.fonts import token_fonts
 
 if TYPE_CHECKING:  # tensors come in, but plotting needs no torch: compare.py starts without it
     import torch
+    from matplotlib.figure import Figure
 
     from minitrans.inference.lines import LineResult
     from minitrans.inference.translator import Translator
@@ -62,6 +58,15 @@ MAX_HEADS_PER_ROW = 4
 MAX_ROW_INCHES = 20.0  # fewer heads to a row when sentences are long
 MAX_LABEL_CHARS = 16
 DPI = 100
+
+
+def new_figure(**kwargs) -> Figure:
+    """A Figure on the Agg canvas. Matplotlib comes with the first drawing: a training process
+    that never draws (every rank but 0) starts half a second sooner."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    return FigureCanvasAgg(Figure(**kwargs)).figure  # the figure keeps its canvas: fig.canvas
 
 
 def _label(token: str) -> str:
@@ -121,8 +126,7 @@ def _draw_grid(
     title_lines = textwrap.wrap(title, max(20, int(width * 72 / (0.55 * title_font)))) or [""]
     title_h = len(title_lines) * 1.4 * title_font / 72 + 0.3
     height = max(title_h + grid_rows * (top_labels + panel_title + panel_h) + (grid_rows - 1) * gap_y + 0.15, 2.0)
-    fig = Figure(figsize=(width, height), dpi=DPI)
-    FigureCanvasAgg(fig)
+    fig = new_figure(figsize=(width, height), dpi=DPI)
     image = None
     for r, row in enumerate(panels):
         bottom = (
@@ -193,8 +197,7 @@ def attention_card(weights: torch.Tensor, row_tokens: Sequence[str], col_tokens:
     bar_w, right, bottom = 0.1, 0.4, 0.08
     panel_w = size - left - bar_w - right
     panel_h = size - title_h - top_labels - bottom
-    fig = Figure(figsize=(size, size), dpi=DPI)
-    FigureCanvasAgg(fig)
+    fig = new_figure(figsize=(size, size), dpi=DPI)
     ax = fig.add_axes((left / size, bottom / size, panel_w / size, panel_h / size))
     image = ax.imshow(
         weights.detach().float().cpu().numpy(), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest"
@@ -349,7 +352,7 @@ def save_attention_png(
 
 def figure_to_array(fig: Figure) -> np.ndarray:
     """Render a figure on the Agg canvas: (height, width, 3) uint8, for ``add_image(dataformats="HWC")``."""
-    canvas = FigureCanvasAgg(fig)
+    canvas = fig.canvas  # new_figure's Agg canvas
     canvas.draw()
     return np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
