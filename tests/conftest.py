@@ -120,6 +120,34 @@ def train_command(*args: str) -> list[str]:
     return [sys.executable, str(TRAIN_SCRIPT), *args]
 
 
+# The two-process run that the resume tests of tests/test_launch.py and tests/test_two_nodes.py
+# compare against: every step's loss logged, a checkpoint every third step, no validation on the way.
+TWO_PROCESS_RUN = [
+    "trainer.processes=2",
+    "trainer.log_every=1",
+    "trainer.eval_every=1000",
+    "trainer.checkpoint_every=3",
+    "trainer.max_steps=60",
+]
+
+
+@pytest.fixture(scope="session")
+def two_process_reference(tiny_overrides, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The run folder and the finished process of ``scripts/train.py`` with the tiny settings and
+    :data:`TWO_PROCESS_RUN`, never interrupted; trained once per session for every test that
+    compares a stopped and resumed run with it (one run of 2 processes costs about 10 s)."""
+    run = tmp_path_factory.mktemp("two-process-reference") / "run"
+    done = subprocess.run(
+        train_command(*tiny_overrides, *TWO_PROCESS_RUN, f"hydra.run.dir={run}"),
+        env=script_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run, done
+
+
 def script_env() -> dict[str, str]:
     """The environment for a training subprocess: one thread, no colour, no stray torchrun."""
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}

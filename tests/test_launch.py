@@ -14,7 +14,7 @@ import time
 
 import pytest
 import torch
-from conftest import assert_bitwise_equal, last_weights, script_env, train_command
+from conftest import TWO_PROCESS_RUN, assert_bitwise_equal, last_weights, script_env, train_command
 from helpers.runs import scalars, state
 
 from minitrans.core.checks import ConfigError
@@ -172,20 +172,13 @@ def test_the_script_never_reports_a_summary_its_training_did_not_just_write(tmp_
 
 
 def two_processes(tiny_overrides, run, *extra: str) -> list[str]:
-    return train_command(
-        *tiny_overrides,
-        "trainer.processes=2",
-        "trainer.log_every=1",
-        "trainer.eval_every=1000",
-        "trainer.checkpoint_every=3",
-        "trainer.max_steps=60",
-        *extra,
-        f"hydra.run.dir={run}",
-    )
+    return train_command(*tiny_overrides, *TWO_PROCESS_RUN, *extra, f"hydra.run.dir={run}")
 
 
 @pytest.mark.slow
-def test_two_processes_started_by_the_script_survive_a_kill_and_a_stop_and_resume_bitwise(tmp_path, tiny_overrides):
+def test_two_processes_started_by_the_script_survive_a_kill_and_a_stop_and_resume_bitwise(
+    tmp_path, tiny_overrides, two_process_reference
+):
     def train(run, *extra, timeout=300):
         return subprocess.run(
             two_processes(tiny_overrides, run, *extra),
@@ -195,9 +188,7 @@ def test_two_processes_started_by_the_script_survive_a_kill_and_a_stop_and_resum
             timeout=timeout,
         )
 
-    reference = tmp_path / "reference"
-    done = train(reference)
-    assert done.returncode == 0, done.stderr[-3000:]
+    reference, done = two_process_reference  # the same run, trained once for this and test_two_nodes.py
     assert done.stdout.count("test BLEU") == 1  # one summary line, from the waiting parent
     assert "60 steps" in done.stdout and "s training in 2 processes |" in done.stdout
     log = (reference / "train.log").read_text()

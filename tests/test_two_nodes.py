@@ -1,6 +1,6 @@
 """Two nodes simulated on one machine: two torchrun commands, one process each, meeting at a
-rendezvous on a loopback port, train exactly as the script's own two processes on one node,
-stop with a checkpoint when either node gets SIGTERM, and resume to the same weights."""
+rendezvous on a loopback port, stop with a checkpoint when either node gets SIGTERM, and resume
+to the weights of the script's own two processes on one node, bit for bit."""
 
 from __future__ import annotations
 
@@ -11,23 +11,18 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TRAIN_SCRIPT, assert_bitwise_equal, last_weights, script_env
+from conftest import TRAIN_SCRIPT, TWO_PROCESS_RUN, assert_bitwise_equal, last_weights, script_env
 
 from minitrans.core.checkpoint import load_checkpoint
 from minitrans.training.launch import free_port
 
 STEPS = 60
+assert f"trainer.max_steps={STEPS}" in TWO_PROCESS_RUN
 
 
 def settings(tiny_overrides, run: Path) -> list[str]:
-    return [
-        *tiny_overrides,
-        "trainer.log_every=1",
-        "trainer.eval_every=20",
-        "trainer.checkpoint_every=3",
-        f"trainer.max_steps={STEPS}",
-        f"hydra.run.dir={run}",
-    ]
+    """The reference run's settings (conftest.TWO_PROCESS_RUN) but its process count: torchrun's."""
+    return [*tiny_overrides, *[s for s in TWO_PROCESS_RUN if s != "trainer.processes=2"], f"hydra.run.dir={run}"]
 
 
 def start_nodes(tiny_overrides, run: Path) -> list[subprocess.Popen]:
@@ -87,27 +82,16 @@ def stop_one_node(tiny_overrides, run: Path, node: int) -> int:
 
 
 @pytest.mark.slow
-def test_two_nodes_train_as_one_node_stop_on_sigterm_to_either_and_resume_bitwise(tmp_path, tiny_overrides):
-    reference = tmp_path / "one-node"
-    done = subprocess.run(
-        [sys.executable, str(TRAIN_SCRIPT), *settings(tiny_overrides, reference), "trainer.processes=2"],
-        env=script_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-    together = tmp_path / "two-nodes"
-    results = finish(start_nodes(tiny_overrides, together))
-    assert [code for code, _ in results] == [0, 0], results[0][1][-3000:] + results[1][1][-3000:]
-    assert "2 process(es)" in (together / "train.log").read_text()
-    assert_bitwise_equal(last_weights(together), last_weights(reference))
-    assert (together / "summary.json").read_text().count('"bleu"') >= 1
-
-    run = tmp_path / "stopped"
+def test_two_nodes_stop_on_sigterm_to_either_and_resume_to_the_one_node_run_bitwise(
+    tmp_path, tiny_overrides, two_process_reference
+):
+    reference, _ = two_process_reference  # trained once by conftest.py, as scripts/train.py on one node
+    run = tmp_path / "two-nodes"
     stop_one_node(tiny_overrides, run, node=1)  # the node without rank 0
     stop_one_node(tiny_overrides, run, node=0)
     results = finish(start_nodes(tiny_overrides, run))
-    assert [code for code, _ in results] == [0, 0], results[0][1][-3000:]
+    assert [code for code, _ in results] == [0, 0], results[0][1][-3000:] + results[1][1][-3000:]
+    log = (run / "train.log").read_text()
+    assert log.count("2 process(es)") == 3 and log.count("resumed from") == 2
+    assert (run / "summary.json").read_text().count('"bleu"') >= 1
     assert_bitwise_equal(last_weights(run), last_weights(reference))
