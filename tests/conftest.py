@@ -16,6 +16,11 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_SCRIPT = REPO / "scripts" / "train.py"
 
+# pytest-xdist runs the tests in several processes (pytest -n auto): each takes its share of
+# the cores for torch's own threads, instead of every process starting one thread per core.
+if workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
 # -- Hydra's sweep plugins: the `sweep` extra, not the README's set-up ------------------------------
 # A test that needs one skips with the install command, as the demo and export tests do. With
 # MINITRANS_TEST_WITHOUT_SWEEP=1 the suite pretends none is installed, as on a machine set up by
