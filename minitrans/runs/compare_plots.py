@@ -11,17 +11,14 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from minitrans.runs.run_set import Run, run_labels, test_splits
-from minitrans.runs.viz import model_color
+from minitrans.runs.viz import model_color, new_figure
 
 
 def _figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), dpi=120, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+    return new_figure(figsize=(width, height), dpi=120, layout="constrained")
 
 
 def _short_count(value: float) -> str:
