@@ -10,8 +10,9 @@ to the notes model (a position scheme, the scores' scale, the causal mask) reach
 - ``loss``: the label-smoothed cross-entropy as one autograd function that can overwrite the
   logits in place (the training step's form);
 - ``attention`` and ``transformer``: the written-out attention in place and with the packed-bit
-  dropout, no source mask when nothing is padded, the self-attention cache's spare slot and
-  the beams of a sentence sharing its cross-attention keys and values.
+  dropout (and for a decoding step's few queries on the CPU, where it beats the fused kernel),
+  no source mask when nothing is padded, the self-attention cache's spare slot, the
+  cross-attention keys and values laid out once per source and shared by a sentence's beams.
 
 Same parameters under the same names as the notes model: every checkpoint loads into either,
 and ``tests/test_fast_model.py`` holds the two equal (values, gradients, decoded strings).

@@ -42,8 +42,20 @@ def scaled_dot_product_attention(
     return attended @ v, (weights if need_weights else None)  # (B, H, Lq, Dv)
 
 
+FEW_QUERIES = 16  # decoding steps: one query per row, or a sentence's K beams as K queries
+
+
 class FastMultiHeadAttention(MultiHeadAttention):
-    """:class:`MultiHeadAttention` whose written-out path is :func:`scaled_dot_product_attention` above."""
+    """:class:`MultiHeadAttention` whose written-out path is :func:`scaled_dot_product_attention`
+    above, and which takes that path for a decoding step on the CPU (few queries, no autograd):
+    there PyTorch's fused kernel costs up to twice the two small products (docs/performance.md)."""
+
+    def attend_heads(self, q, k, v, mask=None, is_causal=False, need_weights=False) -> tuple[Tensor, Tensor | None]:
+        if q.shape[-2] > FEW_QUERIES or q.device.type != "cpu" or torch.is_grad_enabled():
+            return super().attend_heads(q, k, v, mask, is_causal, need_weights)
+        out, weights = self.written_out(q, k, v, mask, is_causal, need_weights)  # (B, H, Lq, Dv)
+        batch, _, length, _ = out.shape
+        return out.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v), weights  # (B, Lq, H·Dv)
 
     def written_out(self, q, k, v, mask, is_causal, need_weights) -> tuple[Tensor, Tensor | None]:
         dropout_p = self.dropout.p if self.training else 0.0
