@@ -153,16 +153,20 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """:meth:`attend` before the output projection: the heads side by side, (B, Lq, H·Dv)."""
-        dropout_p = self.dropout.p if self.training else 0.0
-        # PyTorch's fused CPU kernels have no dropout: with dropout it falls back to an unfused
-        # path slower than the one written out here (docs/performance.md).
-        fused_kernel_exists = dropout_p == 0.0 or q.device.type != "cpu"
-        if self.use_fused and not need_weights and fused_kernel_exists:
+        if self.takes_fused_kernel(q, need_weights):
+            dropout_p = self.dropout.p if self.training else 0.0
             out, weights = fused_attention(q, k, v, mask, is_causal, dropout_p, self.scale), None
         else:
             out, weights = self.written_out(q, k, v, mask, is_causal, need_weights)  # (B, H, Lq, Dv)
         batch, _, length, _ = out.shape
         return out.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v), weights  # (B, Lq, H·Dv)
+
+    def takes_fused_kernel(self, q: Tensor, need_weights: bool) -> bool:
+        """Whether :meth:`attend_heads` takes PyTorch's fused kernel (it gives no weights).
+        PyTorch's fused CPU kernels have no dropout: with dropout it falls back to an unfused
+        path slower than the one written out here (docs/performance.md)."""
+        fused_kernel_exists = not (self.training and self.dropout.p > 0.0) or q.device.type != "cpu"
+        return self.use_fused and not need_weights and fused_kernel_exists
 
     def written_out(self, q, k, v, mask, is_causal, need_weights) -> tuple[Tensor, Tensor | None]:
         """softmax(Q Kᵀ · scale) V per head, this module's dropout on the weights: (B, H, Lq, Dv)."""

@@ -42,20 +42,18 @@ def scaled_dot_product_attention(
     return attended @ v, (weights if need_weights else None)  # (B, H, Lq, Dv)
 
 
-FEW_QUERIES = 16  # decoding steps: one query per row, or a sentence's K beams as K queries
+FEW_QUERIES = 16  # a decoding step's one query per row, or a sentence's K beams as K queries
 
 
 class FastMultiHeadAttention(MultiHeadAttention):
     """:class:`MultiHeadAttention` whose written-out path is :func:`scaled_dot_product_attention`
-    above, and which takes that path for a decoding step on the CPU (few queries, no autograd):
-    there PyTorch's fused kernel costs up to twice the two small products (docs/performance.md)."""
+    above, and which takes that path for few queries on the CPU without autograd (a decoding
+    step, or a short source in inference): there PyTorch's fused kernel costs up to twice the two
+    small products (docs/translating.md, "A decoding step's attention, written out")."""
 
-    def attend_heads(self, q, k, v, mask=None, is_causal=False, need_weights=False) -> tuple[Tensor, Tensor | None]:
-        if q.shape[-2] > FEW_QUERIES or q.device.type != "cpu" or torch.is_grad_enabled():
-            return super().attend_heads(q, k, v, mask, is_causal, need_weights)
-        out, weights = self.written_out(q, k, v, mask, is_causal, need_weights)  # (B, H, Lq, Dv)
-        batch, _, length, _ = out.shape
-        return out.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v), weights  # (B, Lq, H·Dv)
+    def takes_fused_kernel(self, q: Tensor, need_weights: bool) -> bool:
+        few_queries_on_cpu = q.shape[-2] <= FEW_QUERIES and q.device.type == "cpu" and not torch.is_grad_enabled()
+        return super().takes_fused_kernel(q, need_weights) and not few_queries_on_cpu
 
     def written_out(self, q, k, v, mask, is_causal, need_weights) -> tuple[Tensor, Tensor | None]:
         dropout_p = self.dropout.p if self.training else 0.0
