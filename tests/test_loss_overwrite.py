@@ -70,3 +70,56 @@ def test_only_an_explicit_request_overwrites_the_logits():
         before = logits.detach().clone()
         token_loss(logits[None], target[None], 0.1, **({"overwrite_logits": True} if overwrite else {}))
         assert torch.equal(logits.detach(), before) != overwrite
+
+
+def _bf16_step(hidden, weight, bias, target, overwrite):
+    h, w, b = (t.clone().requires_grad_() for t in (hidden, weight, bias))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = F.linear(h, w, b)  # (N, V) bfloat16, as under the training step's autocast
+        loss = token_loss(logits[None], target[None], 0.1, overwrite_logits=overwrite)
+    loss.backward()
+    return loss, logits, [h.grad, w.grad, b.grad]
+
+
+def test_spent_bfloat16_logits_borrow_the_workspace_and_give_the_same_loss_and_gradients_bitwise():
+    """Under bfloat16 autocast the float32 log-probabilities live in one workspace kept from step
+    to step (no fresh (N, V) array to fault in), and the gradient in the logits' own buffer."""
+    from minitrans.models.fast.loss import WORKSPACE
+
+    hidden, weight, bias, target = _layer_and_targets(4)
+    plain_loss, plain_logits, plain_grads = _bf16_step(hidden, weight, bias, target, overwrite=False)
+    buffers = set()
+    for _ in range(2):
+        loss, logits, grads = _bf16_step(hidden, weight, bias, target, overwrite=True)
+        assert torch.equal(loss, plain_loss)
+        for ours, plain in zip(grads, plain_grads):
+            assert torch.equal(ours, plain)
+        assert not torch.equal(logits.detach(), plain_logits.detach())  # they hold the gradient now
+        assert not WORKSPACE.lent
+        buffers.add(WORKSPACE.buffer.data_ptr())
+    assert len(buffers) == 1  # the second step reused the first one's workspace
+
+
+def test_a_second_loss_while_the_workspace_is_lent_gets_its_own_array():
+    from minitrans.models.fast.loss import WORKSPACE
+
+    hidden, weight, bias, target = _layer_and_targets(5)
+    _, _, plain_grads = _bf16_step(hidden, weight, bias, target, overwrite=False)
+    h, w, b = (t.clone().requires_grad_() for t in (hidden, weight, bias))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        first = token_loss(F.linear(h, w, b)[None], target[None], 0.1, overwrite_logits=True)
+        assert WORKSPACE.lent
+        second = token_loss(F.linear(h, w, b)[None], target[None], 0.1, overwrite_logits=True)
+    torch.testing.assert_close(first, second, rtol=0, atol=0)
+    (first + second).backward()  # both backward passes run; the sum's gradient is twice one
+    for ours, plain in zip((h.grad, w.grad, b.grad), plain_grads):
+        torch.testing.assert_close(ours, 2 * plain)
+    assert not WORKSPACE.lent
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):  # no backward to wait for
+        token_loss(F.linear(hidden, weight, bias)[None], target[None], 0.1, overwrite_logits=True)
+    assert not WORKSPACE.lent
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # a graph dropped unused gives it back too
+        dropped = token_loss(F.linear(h, w, b)[None], target[None], 0.1, overwrite_logits=True)
+    assert WORKSPACE.lent
+    del dropped
+    assert not WORKSPACE.lent

@@ -8,14 +8,53 @@ in place into the gradient ``softmax − ((1 − ε)·onehot + ε / V)``. PyTorc
 kernels writes and reads the (N, V) array about three times more (log-softmax, the smoothing
 term's fill and add, log-softmax's backward, copies); on the CPU it was about a sixth of a
 training step of the small benchmark model (docs/performance.md).
+
+Under bfloat16 autocast on the CPU the training step's logits are bfloat16 and the loss is
+float32, so it needs a float32 (N, V) array of its own. A fresh one every step is expensive on
+the CPU (an allocation that large is new memory the kernel faults in page by page: 3-8 times
+the cost of the conversion itself), so the spent bfloat16 logits are copied into a
+:class:`Workspace` kept from step to step, and their own buffer later receives the gradient.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import torch
 from torch import Tensor
 
 from minitrans.data.tokenizer import PAD_ID
+
+
+class Workspace:
+    """One float32 buffer the loss lends itself from step to step: the log-probabilities, then
+    the gradient, of a training step whose logits are not float32. Lent to one loss at a time,
+    from its forward to the end of its backward (or until its graph is dropped unused; to the
+    end of the forward when no gradient is wanted). A loss that finds it lent allocates its own
+    array, as before: slower, never wrong."""
+
+    def __init__(self) -> None:
+        self.buffer: Tensor | None = None
+        self.borrower: weakref.ref | None = None  # the autograd context holding it, while it does
+
+    @property
+    def lent(self) -> bool:
+        return self.borrower is not None and self.borrower() is not None
+
+    def take(self, rows: int, cols: int, device: torch.device, borrower) -> Tensor | None:
+        if self.lent:
+            return None
+        if self.buffer is None or self.buffer.device != device or self.buffer.numel() < rows * cols:
+            self.buffer = None  # the old one goes before the larger one comes
+            self.buffer = torch.empty(rows * cols, device=device)
+        self.borrower = weakref.ref(borrower)
+        return self.buffer[: rows * cols].view(rows, cols)
+
+    def give_back(self) -> None:
+        self.borrower = None
+
+
+WORKSPACE = Workspace()  # the CPU training step's; CUDA's caching allocator needs none
 
 
 class _SmoothedCrossEntropy(torch.autograd.Function):
@@ -27,8 +66,14 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     ) -> Tensor:
         vocab = logits.shape[-1]
         owner = logits if logits._base is None else logits._base  # the tensor whose buffer this view shares
-        if overwrite and not owner.is_leaf and logits.dtype == torch.float32 and logits.is_contiguous():
+        overwrite = overwrite and not owner.is_leaf and logits.is_contiguous()
+        lent = None
+        if overwrite and logits.dtype != torch.float32 and logits.device.type == "cpu":
+            lent = WORKSPACE.take(*logits.shape, logits.device, borrower=ctx)  # None while another loss holds it
+        if overwrite and logits.dtype == torch.float32:
             log_probs = torch.log_softmax(logits, dim=-1, out=logits)  # (N, V), in the logits' own buffer
+        elif lent is not None:
+            log_probs = torch.log_softmax(lent.copy_(logits), dim=-1, out=lent)  # (N, V) float32, the workspace's
         else:
             log_probs = torch.log_softmax(logits.float(), dim=-1)  # (N, V), float32 whatever the logits' dtype
         ignored = (target == ignore_index).nonzero().squeeze(1)  # (P,) rows that are padding
@@ -38,8 +83,14 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
             per_token = per_token - log_probs.sum(dim=-1) * (label_smoothing / vocab)
         loss = per_token.index_fill(0, ignored, 0.0).sum()
         if ctx.needs_input_grad[0]:
-            ctx.save_for_backward(log_probs, safe_target, ignored)
+            # the spent low-precision logits will hold the gradient; saved, so that autograd's version
+            # check catches a layer that kept them for its own backward
+            spent = logits if lent is not None else logits.new_empty(0)
+            ctx.save_for_backward(log_probs, safe_target, ignored, spent)
             ctx.label_smoothing, ctx.logits_dtype, ctx.used = label_smoothing, logits.dtype, False
+            ctx.borrowed = lent is not None
+        elif lent is not None:
+            WORKSPACE.give_back()
         return loss
 
     @staticmethod
@@ -47,14 +98,18 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         if ctx.used:  # the saved log-probabilities became the gradient in place
             raise RuntimeError("token_loss: backward through the same loss twice (retain_graph) is not supported")
         ctx.used = True
-        log_probs, target, ignored = ctx.saved_tensors
+        log_probs, target, ignored, spent = ctx.saved_tensors
         vocab, smoothing = log_probs.shape[-1], ctx.label_smoothing
         scores = log_probs.exp_()  # (N, V) softmax, in the log-probabilities' buffer
         scores.scatter_add_(1, target[:, None], scores.new_full((target.shape[0], 1), smoothing - 1.0))
         if smoothing:
             scores.sub_(smoothing / vocab)
         scores.index_fill_(0, ignored, 0.0).mul_(grad)
-        return scores.to(ctx.logits_dtype), None, None, None, None
+        if not ctx.borrowed:
+            return scores.to(ctx.logits_dtype), None, None, None, None
+        gradient = spent.copy_(scores)  # (N, V) in the logits' dtype and buffer
+        WORKSPACE.give_back()
+        return gradient, None, None, None, None
 
 
 def token_loss(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0, overwrite_logits: bool = False) -> Tensor:
@@ -65,6 +120,8 @@ def token_loss(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0, ov
     ``overwrite_logits``: the caller is done with ``logits`` (the training step): float32
     contiguous logits then hold the log-probabilities and later the gradient, so the whole
     step allocates one (N, V) array instead of two, and does not fault a fresh one into memory.
+    Lower-precision logits on the CPU (bfloat16 autocast) are copied into the :data:`WORKSPACE`
+    and receive the gradient in their own buffer; their values are kept until the backward.
     Afterwards ``logits`` no longer holds the scores; a leaf tensor is never overwritten. (Were
     they saved for the backward of the layer that made them, autograd would refuse the modified
     tensor rather than go wrong.)"""
