@@ -94,6 +94,24 @@ def test_reports_of_different_things_never_replace_each_other(evaluate, multi30k
     assert reports["test_2016_flickr.beam2.lp1.json"]["length_penalty"] == 1.0
 
 
+def test_the_length_penalty_defaults_to_the_one_the_run_was_scored_with(evaluate, multi30k_run):
+    """A recipe that tunes trainer.length_penalty (Multi30k's) is evaluated with it unless
+    --length-penalty says otherwise, so the script repeats the run's own test score."""
+    from minitrans.core.checkpoint import load_checkpoint, save_checkpoint
+
+    run, root = multi30k_run
+    best = run / "checkpoints" / "best.pt"
+    payload = load_checkpoint(best)
+    payload["config"]["trainer"]["length_penalty"] = 1.5
+    save_checkpoint(payload, best)
+    common = ["--split", "test_2016_flickr", "--data-root", str(root), "--device", "cpu", "--beam", "2"]
+    assert evaluate([str(best), *common]) == 0
+    assert evaluate([str(best), *common, "--length-penalty", "0.6"]) == 0
+    reports = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (run / "eval").glob("*.json")}
+    assert reports["test_2016_flickr.beam2.lp1.5.json"]["length_penalty"] == 1.5  # the run's
+    assert reports["test_2016_flickr.beam2.json"]["length_penalty"] == 0.6  # the flag's
+
+
 def test_an_unknown_split_is_one_error_line(evaluate, multi30k_run, capsys):
     run, root = multi30k_run
     assert evaluate([str(run), "--split", "nope", "--data-root", str(root), "--device", "cpu"]) == 1

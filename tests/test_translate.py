@@ -309,6 +309,25 @@ def test_script_files_and_attention_pictures(script, run, translator, tmp_path, 
     assert sorted(p.name for p in tmp_path.glob("a.*.png")) == ["a.1.png", "a.3.png"]
 
 
+def test_the_length_penalty_defaults_to_the_runs_own(script, tmp_path, monkeypatch, capsys):
+    """No --length-penalty: the one the run's own test was scored with (trainer.length_penalty,
+    which a recipe may tune); the flag overrides it."""
+    from minitrans.core.checkpoint import load_checkpoint, save_checkpoint
+    from minitrans.inference import translate_command
+
+    best = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt", max_len=32)
+    payload = load_checkpoint(best)
+    payload["config"]["trainer"]["length_penalty"] = 1.5
+    save_checkpoint(payload, best)
+    used = []
+    monkeypatch.setattr(
+        translate_command, "translate_all", lambda t, s, args, options, draw=None: used.append(options) or []
+    )
+    for flags in ([], ["--length-penalty", "0.2"]):
+        assert script.main([str(best), SRC[0], "--beam", "2", *flags]) == 0
+    assert [options.length_penalty for options in used] == [1.5, 0.2]
+
+
 @pytest.mark.parametrize(
     "make_args, message",
     [

@@ -46,14 +46,24 @@ class DecodingOptions:
         )
 
 
+def run_length_penalty(flag: float | None, run_config) -> float:
+    """``--length-penalty`` when given, else the run's ``trainer.length_penalty`` (what its own
+    test evaluation used: a recipe may tune it, e.g. Multi30k's), else DecodingOptions' default.
+    ``run_config``: the run's TrainConfig, or None for a model that carries none."""
+    if flag is not None:
+        return flag
+    return run_config.trainer.length_penalty if run_config is not None else DecodingOptions.length_penalty
+
+
 def add_decoding_flags(parser) -> None:
     """The command-line tools' --length-penalty and --max-output-ratio, with DecodingOptions'
     defaults and the shared ranges (translate.py and evaluate.py take them alike)."""
     parser.add_argument(
         "--length-penalty",
         type=cli_number(float, *LENGTH_PENALTY_RANGE),
-        default=DecodingOptions.length_penalty,
-        help=f"beam search's alpha (default {DecodingOptions.length_penalty})",
+        default=None,
+        help="beam search's alpha (default: the run's own, trainer.length_penalty, with which its test"
+        f" was scored; {DecodingOptions.length_penalty} for a model without one)",
     )
     parser.add_argument(
         "--max-output-ratio",

@@ -22,10 +22,11 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
-from minitrans.core.decoding_options import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions, run_length_penalty
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.inference.base import BaseTranslator
@@ -196,7 +197,7 @@ def translate_all(
 def decoding_options(args: argparse.Namespace) -> DecodingOptions:
     return DecodingOptions(
         beam_size=args.beam,
-        length_penalty=args.length_penalty,
+        length_penalty=DecodingOptions.length_penalty if args.length_penalty is None else args.length_penalty,
         max_output_ratio=args.max_output_ratio,
         max_output_len=args.max_output_len,
         use_cache=not args.no_cache,
@@ -224,6 +225,8 @@ def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
         except ValueError:
             raise InputError(f"--device {args.device}: no such device on this machine") from None
         translator = load_translator(args.checkpoint, device)  # a CTranslate2 export or a checkpoint
+        args.length_penalty = run_length_penalty(args.length_penalty, translator.run_config)
+        options = replace(options, length_penalty=args.length_penalty)
         if args.keep_case:
             translator.keep_case()
         if args.info:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
-from minitrans.core.decoding_options import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions, run_length_penalty
 from minitrans.core.metrics import bleu_by_length, corpus_scores
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split, seen_in_training
@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    args.length_penalty = run_length_penalty(args.length_penalty, translator.run_config)
     size = len(sources)
     sources, references = sources[: args.limit], references[: args.limit]
     seen = seen_sources(translator.config, split, sources, args.data_root)
