@@ -22,7 +22,6 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
@@ -197,7 +196,7 @@ def translate_all(
 def decoding_options(args: argparse.Namespace) -> DecodingOptions:
     return DecodingOptions(
         beam_size=args.beam,
-        length_penalty=DecodingOptions.length_penalty if args.length_penalty is None else args.length_penalty,
+        length_penalty=args.length_penalty,
         max_output_ratio=args.max_output_ratio,
         max_output_len=args.max_output_len,
         use_cache=not args.no_cache,
@@ -209,7 +208,6 @@ def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
     ``draw`` draws the maps that ``--attention`` asks for."""
     if args.attention and draw is None:
         raise ValueError("--attention needs a function that draws the maps")
-    options = decoding_options(args)
     try:
         if args.output and Path(args.output).is_dir():
             raise InputError(f"cannot write {args.output}: it is a folder; give a file name inside it")
@@ -226,7 +224,7 @@ def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
             raise InputError(f"--device {args.device}: no such device on this machine") from None
         translator = load_translator(args.checkpoint, device)  # a CTranslate2 export or a checkpoint
         args.length_penalty = run_length_penalty(args.length_penalty, translator.run_config)
-        options = replace(options, length_penalty=args.length_penalty)
+        options = decoding_options(args)
         if args.keep_case:
             translator.keep_case()
         if args.info:
