@@ -30,6 +30,7 @@ from torch import Tensor
 
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from minitrans.inference.top_k import top_k
 from minitrans.models.interface import Seq2SeqModel, State, select_batch
 
 NEG_INF = float("-inf")
@@ -120,8 +121,8 @@ def _greedy_search(model: Seq2SeqModel, src: Tensor, limits: Tensor, options: De
     tokens = src.new_full((src.shape[0],), BOS_ID)  # (n,)
     for t in range(outputs.shape[1]):
         logits = stepper(tokens)  # (n, V)
-        best, tokens = logits.max(dim=-1)  # (n,)
-        log_probs[alive] += best - logits.logsumexp(dim=-1)
+        tokens = top_k(logits, 1)[1][:, 0]  # (n,)
+        log_probs[alive] += logits.log_softmax(dim=-1).gather(1, tokens[:, None])[:, 0]
         outputs[alive, t] = tokens
         done = (tokens == EOS_ID) | (t + 1 >= limits[alive])  # (n,)
         if bool(done.all()):
@@ -184,13 +185,12 @@ def _beam_search(
     tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (n·K,)
     for t in range(final_ids.shape[2]):
         logits = stepper(tokens)  # (n·K, V)
-        n, width = len(alive), min(2 * k, logits.shape[1])
-        # Only a row's 2K likeliest words can be among its sentence's 2K best extensions.
-        word_logits, words = logits.topk(width, dim=1)  # (n·K, W)
-        word_scores = scores.view(-1, 1) + word_logits - logits.logsumexp(dim=1, keepdim=True)  # (n·K, W)
-        top_scores, top_index = word_scores.view(n, k * width).topk(min(2 * k, k * width), dim=1)  # (n, 2K)
-        top_row = torch.arange(n, device=device)[:, None] * k + top_index // width  # (n, 2K) row extended
-        top_token = words.view(n, k * width).gather(1, top_index)  # (n, 2K)
+        n, vocab = len(alive), logits.shape[1]
+        # Every extension of every beam, scored: one fused log_softmax, then one top-2K per sentence.
+        word_scores = logits.log_softmax(dim=1).add_(scores.view(-1, 1))  # (n·K, V)
+        top_scores, top_index = top_k(word_scores.view(n, k * vocab), min(2 * k, k * vocab))  # (n, 2K)
+        top_row = torch.arange(n, device=device)[:, None] * k + top_index // vocab  # (n, 2K) row extended
+        top_token = top_index % vocab  # (n, 2K)
         is_eos = top_token == EOS_ID
         at_limit = t + 1 >= limits[alive]  # (n,)
 
