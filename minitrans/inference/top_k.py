@@ -4,9 +4,9 @@ Shape legend: n rows, m columns, B group size, G = m / B groups.
 
 The searches take, at every step, the best words of each decoder row (greedy: k = 1 of V) or of
 each sentence (beam search: 2K of its K·V extensions). ``torch.topk`` on the CPU walks each row
-one element at a time; over (1,500 × 2,000) beam scores that was a third of the step outside
-the model. Here the m columns of a row fall into G groups (column j into group j mod G), whose
-largest values one vectorised pass finds. A group whose largest value is not among the k largest
+one element at a time: 4.4–5.7 ms over 300 sentences' (300 × 10,000) beam scores, one thread,
+against 1.8 ms for this one. The m columns of a row fall into G groups (column j into group
+j mod G), whose largest values one vectorised pass finds. A group whose largest value is not among the k largest
 group maxima holds none of the k largest values of its row: the k groups ahead of it each hold a
 value at least as large as any of its own. So ``torch.topk`` then searches only the k best
 groups' B·k values.
