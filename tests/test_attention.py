@@ -105,8 +105,8 @@ def test_fully_masked_row_gives_zeros_and_finite_gradients(use_fused):
     attn.use_fused = use_fused
     x = torch.randn(2, 3, 8, requires_grad=True)
     mask = torch.tensor([[True, True, False], [False, False, False]])[:, None, None, :]  # (B, 1, 1, S)
+    out, _ = attn(x, mask=mask)
     q, k, v = attn.project_qkv(x)
-    out, _ = attn.attend(q, k, v, mask)
     out_heads = scaled_dot_product_attention(q, k, v, mask)[0] if not use_fused else None
     if out_heads is not None:
         assert out_heads[1].abs().max() == 0

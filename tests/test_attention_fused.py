@@ -14,9 +14,8 @@ from minitrans.models.attention import (
     make_padding_mask,
     scaled_dot_product_attention,
 )
-from minitrans.models.fast.attention import scaled_dot_product_attention as fast_attention
 from minitrans.models.fast.dropout import Dropout, dropout
-from minitrans.models.fast.transformer import FastTransformer
+from minitrans.models.fast.transformer import FastTransformer, make_fast
 from minitrans.models.transformer import Transformer
 
 PAD = 0
@@ -192,7 +191,7 @@ def test_attention_dropout_in_training_is_unbiased():
     exact, _ = scaled_dot_product_attention(q, k, v)
     draws = 3000  # independent dropout masks, drawn in one batched call
     batched = [t.expand(draws, -1, -1, -1) for t in (q, k, v)]
-    out = fast_attention(*batched, dropout_p=0.2)[0]  # (draws, 1, 3, 4)
+    out = scaled_dot_product_attention(*batched, dropout=Dropout(0.2))[0]  # (draws, 1, 3, 4): packed bits
     notes = scaled_dot_product_attention(*batched, dropout=torch.nn.Dropout(0.2))[0]
     torch.testing.assert_close(notes.mean(0, keepdim=True), exact, atol=0.05, rtol=0.0)
     torch.testing.assert_close(out.mean(0, keepdim=True), exact, atol=0.05, rtol=0.0)
@@ -207,7 +206,7 @@ def test_weights_are_returned_only_when_asked():
     assert scaled_dot_product_attention(q, k, v, need_weights=True)[1].shape == (1, 2, 3, 3)
     attn = MultiHeadAttention(8, 2, 4).eval()
     x = torch.randn(1, 3, 8, generator=gen)
-    assert attn(x)[1] is None and attn.attend(q, k, v)[1] is None
+    assert attn(x)[1] is None
     assert attn(x, need_weights=True)[1].shape == (1, 2, 3, 3)
 
 
@@ -236,19 +235,28 @@ def test_module_dropout_acts_in_training_only_and_defaults_to_none():
 
 
 def test_the_fused_kernel_serves_exactly_where_it_has_what_is_asked(monkeypatch):
-    """Fused unless weights are wanted or CPU dropout is on (PyTorch's CPU kernel has none)."""
+    """The notes model: fused unless the weights are wanted. The fast model on the CPU also takes
+    the written-out path in training with dropout (PyTorch's CPU kernel has none) and for a
+    decoding step's few queries without autograd."""
     import minitrans.models.attention as attention
 
     calls = []
     real = attention.fused_attention
     monkeypatch.setattr(attention, "fused_attention", lambda *a: calls.append(a[5]) or real(*a))  # a[5]: dropout_p
     x = torch.randn(1, 4, 16)
-    attn = MultiHeadAttention(16, 4, 4, dropout=0.2)
-    expected = {("eval", False): [0.0], ("eval", True): [], ("train", False): [], ("train", True): []}
-    for (mode, need_weights), fused_calls in expected.items():
-        calls.clear()
-        getattr(attn, mode)()(x, need_weights=need_weights)
-        assert calls == fused_calls, (mode, need_weights)
+    notes = {("eval", False): [0.0], ("eval", True): [], ("train", False): [0.2], ("train", True): []}
+    fast = {("eval", False): [0.0], ("eval", True): [], ("train", False): [], ("train", True): []}
+    for attn, expected in (
+        (MultiHeadAttention(16, 4, 4, dropout=0.2), notes),
+        (make_fast(MultiHeadAttention(16, 4, 4, dropout=0.2)), fast),
+    ):
+        for (mode, need_weights), fused_calls in expected.items():
+            calls.clear()
+            getattr(attn, mode)()(x, need_weights=need_weights)
+            assert calls == fused_calls, (type(attn).__name__, mode, need_weights)
     calls.clear()
-    MultiHeadAttention(16, 4, 4, dropout=0.0).train()(x)
+    make_fast(MultiHeadAttention(16, 4, 4, dropout=0.0)).train()(x)
+    assert calls == [0.0]
+    with torch.no_grad():  # a decoding step: four queries, no autograd
+        make_fast(MultiHeadAttention(16, 4, 4, dropout=0.0)).eval()(x)
     assert calls == [0.0]

@@ -114,8 +114,9 @@ def test_decoding_figures_come_from_the_decoding_benchmark_on_the_runs_own_corpu
 
 
 def test_benchmark_steps_with_the_trainers_step_and_loss(monkeypatch):
-    """The benchmark times minitrans.training.step (whose loss is the model's own, model_loss): a
-    poisoned loss there reaches the benchmark's step, so there is no second copy to drift."""
+    """The benchmark times minitrans.training.step with the trainer's loss (models.build.training_loss):
+    a poisoned loss there reaches the benchmark's step, so there is no second copy to drift."""
+    import minitrans.models.build as build_module
     import minitrans.training.step as step_module
     from minitrans.data.batching import collate
 
@@ -123,17 +124,18 @@ def test_benchmark_steps_with_the_trainers_step_and_loss(monkeypatch):
     model = build("minitrans", 40, SIZES["tiny"])
     before = [p.detach().clone() for p in model.parameters()]
     calls = []
-    real_model_loss = step_module.model_loss
+    real_training_loss = build_module.training_loss
 
-    def counted_loss(model):
-        def counted(*args, **kwargs):
+    def counted_loss(cfg):
+        def counted(*args):
             calls.append(args[2])
-            return real_model_loss(model)(*args, **kwargs) * float("nan")  # non-finite: the step skips the update
+            return real_training_loss(cfg)(*args) * float("nan")  # non-finite: the step skips the update
 
         return counted
 
-    monkeypatch.setattr(step_module, "model_loss", counted_loss)
-    steps.make_step(model, torch.device("cpu"))(collate([[5, 6, 3]], [[7, 8]]))
+    monkeypatch.setattr(steps, "training_loss", counted_loss)
+    steps.step_for("minitrans", model, torch.device("cpu"))(collate([[5, 6, 3]], [[7, 8]]))
+    assert step_module.train_step is steps.train_step
     assert calls == [steps.LABEL_SMOOTHING]
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 

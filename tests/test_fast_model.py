@@ -13,7 +13,7 @@ import torch
 from minitrans.core.config import TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.decoding import best_ids, search
-from minitrans.models.build import VocabSizes, build_model
+from minitrans.models.build import VocabSizes, build_model, training_loss
 from minitrans.models.fast.transformer import FastTransformer
 from minitrans.models.loss import token_loss
 from minitrans.models.transformer import Transformer
@@ -71,11 +71,11 @@ def test_logits_loss_and_gradients_agree(size, padded):
     notes, fast = twins(**SIZES[size])
     src, tgt_in, tgt_out = batch(padded)
     results = []
-    for model in (notes, fast):
+    for model, implementation in ((notes, "notes"), (fast, "fast")):
         model.train()  # dropout 0: training mode computes one function, the fast paths included
         logits = model(src, tgt_in)
-        loss = model.token_loss(logits, tgt_out, 0.1)
-        kept = logits.detach().clone()
+        kept = logits.detach().clone()  # before the fast loss overwrites them
+        loss = training_loss(TransformerConfig(implementation=implementation))(logits, tgt_out, 0.1)
         loss.backward()
         results.append((kept, loss.detach(), [p.grad for p in model.parameters()]))
     (logits_n, loss_n, grads_n), (logits_f, loss_f, grads_f) = results
@@ -86,11 +86,11 @@ def test_logits_loss_and_gradients_agree(size, padded):
 
 
 def test_the_fast_loss_in_place_equals_the_notes_loss():
-    """The training step's form (logits_spent=True, logits overwritten) against F.cross_entropy."""
+    """The training step's fast loss (logits overwritten) against F.cross_entropy."""
     notes, fast = twins()
     src, tgt_in, tgt_out = batch(True)
     expected = token_loss(notes(src, tgt_in), tgt_out, 0.1)
-    got = fast.token_loss(fast(src, tgt_in), tgt_out, 0.1, logits_spent=True)
+    got = training_loss(TransformerConfig())(fast(src, tgt_in), tgt_out, 0.1)
     torch.testing.assert_close(got, expected, **TOL)
 
 
@@ -128,7 +128,7 @@ def test_greedy_and_beam_outputs_are_the_same_ids(size, beam, use_cache):
     optimizer = torch.optim.Adam(notes.parameters(), lr=1e-2)
     for _ in range(20):
         optimizer.zero_grad()
-        notes.token_loss(notes(src, tgt_in), tgt_out).backward()
+        token_loss(notes(src, tgt_in), tgt_out).backward()
         optimizer.step()
     fast.load_state_dict(notes.state_dict())
     options = DecodingOptions(beam_size=beam, use_cache=use_cache, max_output_len=12)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from minitrans.core.config import TransformerConfig
+from minitrans.models.attention import merge_heads, scaled_dot_product_attention
 from minitrans.models.transformer import Transformer
 from minitrans.runs.heads import ablate_heads, all_heads, attention_layers, masked_heads
 
@@ -56,13 +57,12 @@ def test_masking_one_head_equals_zeroing_its_slice_before_the_projection():
     model = tiny_transformer()
     module = attention_layers(model)["enc_self"][0]
     x = torch.randn(2, 5, 16)
-    q, k, v = module.project_qkv(x)
-    v_masked = v.clone()
-    v_masked[:, 1] = 0.0  # head 1's values: its output slice is then zero
     with torch.no_grad():
-        expected, _ = module.attend(q, k, v_masked)
+        q, k, v = module.project_qkv(x)
+        v[:, 1] = 0.0  # head 1's values: its output slice is then zero
+        expected = module.out_proj(merge_heads(scaled_dot_product_attention(q, k, v)[0]))
         with masked_heads(model, [("enc_self", 0, 1)]):
-            got, _ = module.attend(q, k, v)
+            got, _ = module(x)
     torch.testing.assert_close(got, expected)
 
 

@@ -170,3 +170,37 @@ def test_no_module_is_longer_than_one_sitting():
         and p.relative_to(PACKAGE).as_posix() not in TABLES
     }
     assert long == {}, f"modules over {MAX_LINES} lines: {long}"
+
+
+FAST_ROOM = "minitrans.models.fast"
+# the one place that makes the notes model fast, and the benchmark that turns its measures off one by one
+APPLIES_FAST = {"minitrans.models.build", "minitrans.bench.speed_measures"}
+FAST_NAMES = ("Fast", "make_fast", "step_loss", "PackedTokens", "packed_tokens", "fused_kernel_pays")
+
+
+def test_only_the_builder_imports_the_fast_room():
+    """The notes model is the model: no module outside ``models/fast/`` imports it, except the
+    builder that applies it, so what a learner reads in ``models/`` is what trains."""
+    found = [
+        f"{module} imports {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if target.startswith(FAST_ROOM) and not module.startswith(FAST_ROOM) and module not in APPLIES_FAST
+    ]
+    assert found == [], found
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_nothing_outside_the_fast_room_names_its_internals(path: Path):
+    """Not even by name (a string, an attribute): the fast room's classes and functions are its
+    own and the builder's, so a speed change never reaches into the notes model or the tools."""
+    name = module_name(path)
+    if name.startswith(FAST_ROOM) or name in APPLIES_FAST:
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    strings = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    named = sorted(n for n in names if n.startswith(FAST_NAMES[0]) and n != "FastAPI" or n in FAST_NAMES[1:])
+    code_strings = [s for s in strings if any(f in s for f in FAST_NAMES[1:]) and " " not in s.strip()]
+    assert named == [] and code_strings == [], f"{name} names the fast room's internals: {named + code_strings}"

@@ -102,25 +102,18 @@ def test_sigterm_and_sigint_checkpoint_exit_cleanly_and_the_rerun_resumes(tmp_pa
     assert (run / "train.log").read_text().count("resumed from") == 1
 
 
-def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeypatch):
-    import minitrans.training.step as step_module
-
+def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config):
     cfg = tiny_config("trainer.max_steps=6", "trainer.max_bad_steps=3", "trainer.eval_every=1000")
     calls = {"count": 0}
-    real_model_loss = step_module.model_loss
-
-    def poisoned_loss(model):  # batches 3 and 4 give NaN: two bad steps in a row
-        real_loss = real_model_loss(model)
-
-        def poisoned(logits, tgt_out, smoothing, **kwargs):
-            calls["count"] += 1
-            loss = real_loss(logits, tgt_out, smoothing, **kwargs)
-            return loss * float("nan") if calls["count"] in (3, 4) else loss
-
-        return poisoned
-
-    monkeypatch.setattr(step_module, "model_loss", poisoned_loss)
     trainer = Trainer(cfg, tmp_path / "run")
+    real_loss = trainer.loss_fn
+
+    def poisoned(logits, tgt_out, smoothing):  # batches 3 and 4 give NaN: two bad steps in a row
+        calls["count"] += 1
+        loss = real_loss(logits, tgt_out, smoothing)
+        return loss * float("nan") if calls["count"] in (3, 4) else loss
+
+    trainer.loss_fn = poisoned
     summary = trainer.fit()
     assert trainer.state.step == 6 and trainer.state.skipped_steps == 2 and trainer.state.bad_steps == 0
     assert summary.skipped_steps == 2  # and so does the run's summary.json
@@ -129,19 +122,11 @@ def test_non_finite_steps_are_skipped_and_counted(tmp_path, tiny_config, monkeyp
     assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
 
 
-def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact(tmp_path, tiny_config, monkeypatch):
-    import minitrans.training.step as step_module
-
+def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact(tmp_path, tiny_config):
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=3", "trainer.checkpoint_every=2")
-    real_model_loss = step_module.model_loss
     trainer = Trainer(cfg, tmp_path / "run")
-    monkeypatch.setattr(
-        step_module,
-        "model_loss",
-        lambda model: (
-            lambda *a, **k: real_model_loss(model)(*a, **k) * (float("inf") if trainer.state.step >= 5 else 1.0)
-        ),
-    )
+    real_loss = trainer.loss_fn
+    trainer.loss_fn = lambda *args: real_loss(*args) * (float("inf") if trainer.state.step >= 5 else 1.0)
     with pytest.raises(TrainingError, match="3 non-finite steps in a row after step 5") as error:
         trainer.fit()
     assert "\n" not in str(error.value) and "trainer.max_bad_steps" in str(error.value)
@@ -150,16 +135,13 @@ def test_too_many_non_finite_steps_in_a_row_stop_with_the_last_checkpoint_intact
     assert all(torch.isfinite(t).all() for t in saved["model"].values())
 
 
-def test_a_run_that_diverges_before_its_first_checkpoint_names_none(tmp_path, tiny_config, monkeypatch):
-    import minitrans.training.step as step_module
-
+def test_a_run_that_diverges_before_its_first_checkpoint_names_none(tmp_path, tiny_config):
     cfg = tiny_config("trainer.max_steps=50", "trainer.max_bad_steps=2", "trainer.eval_every=1000")
-    real_model_loss = step_module.model_loss
-    monkeypatch.setattr(
-        step_module, "model_loss", lambda model: lambda *a, **k: real_model_loss(model)(*a, **k) * float("nan")
-    )
+    trainer = Trainer(cfg, tmp_path / "run")
+    real_loss = trainer.loss_fn
+    trainer.loss_fn = lambda *args: real_loss(*args) * float("nan")
     with pytest.raises(TrainingError, match="no checkpoint was written yet") as error:
-        Trainer(cfg, tmp_path / "run").fit()
+        trainer.fit()
     assert "last.pt" not in str(error.value)
 
 

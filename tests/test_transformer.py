@@ -203,7 +203,7 @@ def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
     enc = select_batch(enc, rows)
     shared = model.reorder_cache(model.init_cache(model.encode(src)[0]), rows, beam)
     copies = select_batch(model.init_cache(enc), torch.arange(len(rows)))
-    assert shared[0]["cross_k"].shape[0] == 3 and copies[0]["cross_k"].shape[0] == 9
+    assert shared[0]["cross"]["k"].shape[0] == 3 and copies[0]["cross"]["k"].shape[0] == 9
     for reorder in [torch.tensor([2, 0, 0, 3, 5, 4, 8, 8, 6]), torch.tensor([0, 1, 2, 6, 6, 7])]:
         tokens = torch.randint(4, 40, (len(rows),))
         got, shared, got_maps = model.step(enc, tokens, shared, need_weights=True)
@@ -212,7 +212,7 @@ def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
         torch.testing.assert_close(got_maps["cross"][-1], want_maps["cross"][-1], atol=1e-5, rtol=1e-5)
         shared = model.reorder_cache(shared, reorder, beam)  # the second reorder drops sentence 1
         copies, enc, rows = select_batch(copies, reorder), select_batch(enc, reorder), reorder
-    assert shared[0]["cross_k"].shape[0] == 2
+    assert shared[0]["cross"]["k"].shape[0] == 2
     tokens = torch.randint(4, 40, (len(rows),))
     torch.testing.assert_close(
         model.step(enc, tokens, shared)[0], model.step(enc, tokens, copies)[0], atol=1e-5, rtol=1e-5
@@ -223,10 +223,9 @@ def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
 @pytest.mark.parametrize("padded", [True, False], ids=["padded", "unpadded"])  # unpadded: src_mask is None
 @pytest.mark.parametrize("size", [{"num_heads": 3, "d_k": 8}, {"num_heads": 2, "d_k": 8, "num_decoder_layers": 1}])
 def test_reorder_cache_composes_with_steps_in_any_order(grad, padded, size):
-    """Steps and reorders in the orders decoding can meet them — a step before any reorder (no
-    spare slot yet), two reorders with no step between (the spare slot carried over), beams
-    sharing a sentence's cross keys, a sentence dropping out — give what separate copies of
-    every row's cache, reordered by plain indexing, give."""
+    """Steps and reorders in the orders decoding can meet them — a step before any reorder, two
+    reorders with no step between, beams sharing a sentence's cross keys, a sentence dropping
+    out — give what separate copies of every row's cache, reordered by plain indexing, give."""
     from minitrans.models.interface import select_batch
 
     model, beam = fast_tiny(**size), 3
@@ -258,7 +257,7 @@ def test_reorder_cache_composes_with_steps_in_any_order(grad, padded, size):
                 step_beam = 1 if len(rows) == 3 and len(reorder) == 3 else beam
                 shared = model.reorder_cache(shared, reorder, step_beam)
                 copies, enc, rows = select_batch(copies, reorder), select_batch(enc, reorder), reorder
-        assert shared[0]["cross_k"].shape[0] == 2  # one per sentence left, shared by its beams
+        assert shared[0]["cross"]["k"].shape[0] == 2  # one per sentence left, shared by its beams
 
 
 def test_padding_rows_start_at_zero_and_get_no_gradient():

@@ -26,15 +26,17 @@ from minitrans.bench.reference import build
 from minitrans.core.config import TransformerConfig
 from minitrans.data.batching import Batch
 from minitrans.data.tokenizer import PAD_ID
+from minitrans.models.build import training_loss
+from minitrans.models.loss import token_loss
 from minitrans.training.step import autocast_dtype_for, make_optimizer, train_step
 
 LR, BETAS, LABEL_SMOOTHING, CLIP_GRAD_NORM = 1e-4, (0.9, 0.98), 0.1, 1.0  # a fixed rate: no schedule to time
 
 
 # -- one training step: the trainer's own (minitrans.training.step), and PyTorch's -------------
-def make_step(model: nn.Module, device: torch.device, precision: str = "auto"):
-    """The trainer's step at a fixed learning rate: forward, loss, backward, clip, Adam, under
-    ``trainer.precision``'s autocast. The returned function takes a :class:`~minitrans.data.Batch`."""
+def make_step(model: nn.Module, device: torch.device, precision: str = "auto", loss_fn=token_loss):
+    """The trainer's step at a fixed learning rate: forward, ``loss_fn``, backward, clip, Adam,
+    under ``trainer.precision``'s autocast. The returned function takes a :class:`~minitrans.data.Batch`."""
     optimizer = make_optimizer(model.parameters(), LR, BETAS)
     autocast_dtype = autocast_dtype_for(precision, device)
 
@@ -47,9 +49,15 @@ def make_step(model: nn.Module, device: torch.device, precision: str = "auto"):
             label_smoothing=LABEL_SMOOTHING,
             clip_grad_norm=CLIP_GRAD_NORM,
             autocast_dtype=autocast_dtype,
+            loss_fn=loss_fn,
         )
 
     return step
+
+
+def loss_for(name: str):
+    """The loss the trainer gives the benchmark's model ``name`` (``minitrans-notes``: the notes')."""
+    return training_loss(TransformerConfig(implementation="notes" if name == "minitrans-notes" else "fast"))
 
 
 def make_reference_step(model: nn.Module, device: torch.device, precision: str = "auto"):
@@ -80,7 +88,9 @@ def make_reference_step(model: nn.Module, device: torch.device, precision: str =
 
 def step_for(name: str, model: nn.Module, device: torch.device, precision: str = "auto"):
     """minitrans (and its compiled twin) train with the trainer's step; ``torch`` with PyTorch's."""
-    return (make_reference_step if name == "torch" else make_step)(model, device, precision)
+    if name == "torch":
+        return make_reference_step(model, device, precision)
+    return make_step(model, device, precision, loss_for(name))
 
 
 # -- peak memory -------------------------------------------------------------------------------

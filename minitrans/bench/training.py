@@ -51,7 +51,16 @@ from minitrans.bench.measure import (
     training_flops,
 )
 from minitrans.bench.reference import MODEL_NAMES, build
-from minitrans.bench.steps import BETAS, CLIP_GRAD_NORM, LABEL_SMOOTHING, LR, make_step, peak_memory_mib, step_for
+from minitrans.bench.steps import (
+    BETAS,
+    CLIP_GRAD_NORM,
+    LABEL_SMOOTHING,
+    LR,
+    loss_for,
+    make_step,
+    peak_memory_mib,
+    step_for,
+)
 from minitrans.core.checks import cli_number
 from minitrans.core.config import MAX_VOCAB, PRECISIONS, TransformerConfig
 from minitrans.data.tokenizer import PAD_ID
@@ -97,7 +106,9 @@ def benchmark_size(name: str, size: TransformerConfig, batches, vocab_size, opti
     if options.get("compile"):
         torch.manual_seed(0)
         compiled = build("minitrans", vocab_size, size).to(device)
-        steps["minitrans+compile"] = make_step(torch.compile(compiled, dynamic=True), device, options["precision"])
+        steps["minitrans+compile"] = make_step(
+            torch.compile(compiled, dynamic=True), device, options["precision"], loss_for("minitrans")
+        )
         models["minitrans+compile"] = compiled
     on_device = [b.to(device) for b in batches]
     wall, cpu, warmup_seconds = time_interleaved(steps, on_device, options["warmup"], options["repeats"], device)

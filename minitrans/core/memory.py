@@ -9,9 +9,8 @@ the system; the trainer calls it after each validation and checkpoint.
 
 Another C allocator can serve the training processes instead (``trainer.allocator``): a run
 with several processes starts them with the library in ``LD_PRELOAD``. On the Multi30k recipe,
-glibc's ``malloc`` took 19-21 % of a training process's time (profiled at minutes 6 and 55 of
-an hour), and tcmalloc trained the same steps 1.13-1.22x as fast, with the same weights bit for bit
-(docs/performance.md, the allocator). :func:`allocator_library` finds one on this system.
+glibc's ``malloc`` took a fifth of a training process's time, and tcmalloc trained the same
+steps faster with the same weights bit for bit (docs/performance.md, the allocator). :func:`allocator_library` finds one on this system.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """The models: the notes model — attention as the notes write it, the Transformer, the RNN
 baselines, the loss — the one model interface they share, and building a model from its config.
 
-``attention``, ``transformer`` and ``loss`` compute what the notes describe and nothing else (one
-visible speed switch: ``MultiHeadAttention.use_fused``, PyTorch's fused kernel). Code that exists
-only for speed sits in the sub-package ``models.fast``: the same Transformer with the same
-parameters, derived from the notes model and held equal to it by ``tests/test_fast_model.py``;
-``build_model`` builds it unless ``model.implementation=notes``. May import ``core`` and
-``data.tokenizer`` (the special token ids); imported by ``inference``, ``runs``, ``training`` and above.
+``attention``, ``transformer``, ``rnn`` and ``loss`` compute what the notes describe and nothing
+else: what a learner reads here is what trains. The one speed switch they show is
+``MultiHeadAttention.use_fused`` (PyTorch's fused kernel, nanoGPT's ``if self.flash:``). The
+sub-package ``models.fast`` makes a built notes model fast from outside (``make_fast``), keeping
+its modules and parameter names; ``build`` applies it unless ``model.implementation=notes`` and
+picks the loss the training step calls. Nothing here outside ``fast`` and ``build`` imports
+``models.fast`` (tests/test_layers.py). May import ``core`` and ``data.tokenizer`` (the special
+token ids); imported by ``inference``, ``runs``, ``training`` and above.
 """

@@ -76,6 +76,18 @@ def fused_attention(
     return torch.where(has_key, out, 0.0)  # (B, H, Lq, Dv)
 
 
+def split_heads(x: Tensor, num_heads: int) -> Tensor:
+    """(B, L, H·W) -> (B, H, L, W): each head's slice of the projection becomes its own sequence."""
+    batch, length, width = x.shape
+    return x.view(batch, length, num_heads, width // num_heads).transpose(1, 2)  # (B, H, L, W)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """(B, H, L, W) -> (B, L, H·W): the heads' outputs side by side, head 0 first (the concatenation)."""
+    batch, heads, length, width = x.shape
+    return x.transpose(1, 2).reshape(batch, length, heads * width)  # (B, L, H·W)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention for self-attention (Q, K, V from one sequence) and cross-attention
     (Q from the decoder, K and V from the encoder memory).
@@ -84,6 +96,11 @@ class MultiHeadAttention(nn.Module):
     output W^O. Self-attention keeps W^Q, W^K and W^V side by side in one ``qkv_proj`` (one matrix
     product), cross-attention W^K and W^V in one ``kv_proj``: the same maps, the names
     checkpoints hold.
+
+    ``scale`` multiplies the scores (None: 1/√Dk, as the notes scale them; the teaching switch
+    ``model.attention_scale`` gives another). ``use_fused``: PyTorch's fused kernel computes the
+    same softmax(QKᵀ · scale)V without materialising the weights (nanoGPT's ``if self.flash:``);
+    the written-out path runs whenever the weights are asked for.
     """
 
     def __init__(
@@ -94,15 +111,13 @@ class MultiHeadAttention(nn.Module):
         d_v: int | None = None,
         dropout: float = 0.0,
         is_cross: bool = False,
+        scale: float | None = None,
+        use_fused: bool = True,
     ) -> None:
         super().__init__()
         self.num_heads, self.d_k, self.d_v = num_heads, d_k, d_v or d_k
-        self.is_cross = is_cross
-        self.scale: float | None = None  # the scores' factor; None: 1/√Dk, as the notes scale them
+        self.is_cross, self.scale, self.use_fused = is_cross, scale, use_fused
         self.dropout = nn.Dropout(dropout)  # on the attention weights
-        # The one speed switch: PyTorch's fused kernel computes the same softmax(QKᵀ/√Dk)V
-        # (nanoGPT's `if self.flash:`); False for the written-out path everywhere.
-        self.use_fused = True
         qk_width, v_width = num_heads * self.d_k, num_heads * self.d_v
         if is_cross:
             self.q_proj = nn.Linear(d_model, qk_width)
@@ -111,66 +126,20 @@ class MultiHeadAttention(nn.Module):
             self.qkv_proj = nn.Linear(d_model, 2 * qk_width + v_width)
         self.out_proj = nn.Linear(v_width, d_model)
 
-    def _split_heads(self, x: Tensor, width: int) -> Tensor:
-        batch, length, _ = x.shape
-        return x.view(batch, length, self.num_heads, width).transpose(1, 2)  # (B, H, L, width)
-
     def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention: x (B, L, D) -> q, k (B, H, L, Dk), v (B, H, L, Dv)."""
         qk_width = self.num_heads * self.d_k
-        qkv = self.qkv_proj(x)  # (B, L, 2·H·Dk + H·Dv)
-        q, k, v = qkv.split([qk_width, qk_width, self.num_heads * self.d_v], dim=-1)  # (B, L, H·Dk|H·Dv)
-        return self._split_heads(q, self.d_k), self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
+        q, k, v = self.qkv_proj(x).split([qk_width, qk_width, self.num_heads * self.d_v], dim=-1)  # (B, L, H·Dk|H·Dv)
+        return split_heads(q, self.num_heads), split_heads(k, self.num_heads), split_heads(v, self.num_heads)
 
     def project_q(self, x: Tensor) -> Tensor:
-        return self._split_heads(self.q_proj(x), self.d_k)  # (B, Lq, D) -> (B, H, Lq, Dk)
+        """Cross-attention queries: (B, Lq, D) -> (B, H, Lq, Dk)."""
+        return split_heads(self.q_proj(x), self.num_heads)
 
     def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """Cross-attention keys and values, computed once per source: (B, S, D) -> (B, H, S, Dk|Dv)."""
         k, v = self.kv_proj(memory).split([self.num_heads * self.d_k, self.num_heads * self.d_v], dim=-1)
-        return self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
-
-    def attend(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        mask: Tensor | None = None,
-        is_causal: bool = False,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Heads in, model width out: (B, H, Lq, Dk) ... -> (B, Lq, D), weights (B, H, Lq, Lk)."""
-        out, weights = self.attend_heads(q, k, v, mask, is_causal, need_weights)
-        return self.out_proj(out), weights  # (B, Lq, D)
-
-    def attend_heads(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        mask: Tensor | None = None,
-        is_causal: bool = False,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """:meth:`attend` before the output projection: the heads side by side, (B, Lq, H·Dv)."""
-        if self.takes_fused_kernel(q, need_weights):
-            dropout_p = self.dropout.p if self.training else 0.0
-            out, weights = fused_attention(q, k, v, mask, is_causal, dropout_p, self.scale), None
-        else:
-            out, weights = self.written_out(q, k, v, mask, is_causal, need_weights)  # (B, H, Lq, Dv)
-        batch, _, length, _ = out.shape
-        return out.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v), weights  # (B, Lq, H·Dv)
-
-    def takes_fused_kernel(self, q: Tensor, need_weights: bool) -> bool:
-        """Whether :meth:`attend_heads` takes PyTorch's fused kernel (it gives no weights).
-        PyTorch's fused CPU kernels have no dropout: with dropout it falls back to an unfused
-        path slower than the one written out here (docs/performance.md)."""
-        fused_kernel_exists = not (self.training and self.dropout.p > 0.0) or q.device.type != "cpu"
-        return self.use_fused and not need_weights and fused_kernel_exists
-
-    def written_out(self, q, k, v, mask, is_causal, need_weights) -> tuple[Tensor, Tensor | None]:
-        """softmax(Q Kᵀ · scale) V per head, this module's dropout on the weights: (B, H, Lq, Dv)."""
-        return scaled_dot_product_attention(q, k, v, mask, is_causal, self.dropout, need_weights, self.scale)
+        return split_heads(k, self.num_heads), split_heads(v, self.num_heads)
 
     def forward(
         self,
@@ -179,13 +148,31 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         is_causal: bool = False,
         need_weights: bool = False,
+        kv_cache: dict | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """x (B, Lq, D); memory (B, Lk, D) for cross-attention, else None."""
+        """x (B, Lq, D) gives the queries; the keys and values come from ``memory`` (B, Lk, D) for
+        cross-attention, from x for self-attention. Returns (B, Lq, D) and, when ``need_weights``,
+        the weights (B, H, Lq, Lk).
+
+        ``kv_cache`` ({"k", "v"}, a decoding step's): self-attention appends x's keys and values
+        to the earlier positions' there (the dict is updated); cross-attention takes the source's
+        from it, projected once (:meth:`project_kv`), and needs no ``memory``."""
         if self.is_cross:
-            q, (k, v) = self.project_q(x), self.project_kv(memory)
+            q = self.project_q(x)  # (B, H, Lq, Dk)
+            k, v = self.project_kv(memory) if kv_cache is None else (kv_cache["k"], kv_cache["v"])  # (B, H, Lk, Dk|Dv)
         else:
-            q, k, v = self.project_qkv(x)
-        return self.attend(q, k, v, mask, is_causal, need_weights)
+            q, k, v = self.project_qkv(x)  # (B, H, Lq, Dk|Dv)
+            if kv_cache is not None:  # the new positions see every earlier one: no mask needed
+                k = kv_cache["k"] = torch.cat([kv_cache["k"], k], dim=2)  # (B, H, Lk, Dk)
+                v = kv_cache["v"] = torch.cat([kv_cache["v"], v], dim=2)  # (B, H, Lk, Dv)
+        if self.use_fused and not need_weights:
+            dropout_p = self.dropout.p if self.training else 0.0
+            out, weights = fused_attention(q, k, v, mask, is_causal, dropout_p, self.scale), None
+        else:
+            out, weights = scaled_dot_product_attention(
+                q, k, v, mask, is_causal, self.dropout, need_weights, self.scale
+            )
+        return self.out_proj(merge_heads(out)), weights  # (B, H, Lq, Dv) -> (B, Lq, H·Dv) -> (B, Lq, D)
 
 
 __all__ = [
@@ -193,5 +180,7 @@ __all__ = [
     "fused_attention",
     "make_causal_mask",
     "make_padding_mask",
+    "merge_heads",
     "scaled_dot_product_attention",
+    "split_heads",
 ]

@@ -1,15 +1,23 @@
-"""Build any of the project's models from its typed config."""
+"""Build any of the project's models from its typed config: the notes model, made fast from
+here (``models/fast/``) unless ``model.implementation=notes``, and the loss it trains with."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
+from torch import Tensor
 
 from minitrans.core.config import RNNConfig, TransformerConfig
 from minitrans.data.tokenizer import PAD_ID, Tokenizer
+from minitrans.models.fast.loss import step_loss
+from minitrans.models.fast.transformer import make_fast
 from minitrans.models.interface import Seq2SeqModel
+from minitrans.models.loss import token_loss
+from minitrans.models.rnn import AttentionRNN, FixedContextRNN
+from minitrans.models.transformer import Transformer
 
 
 @dataclass(frozen=True)
@@ -27,20 +35,22 @@ def build_model(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer | Vocab
     """The model ``cfg`` describes, for the tokenizer's vocabularies: each model takes its config
     dataclass, so every size and its default is written once, in :mod:`minitrans.core.config`."""
     if isinstance(cfg, TransformerConfig):
-        if cfg.implementation == "notes":  # the notes' computation, nothing else
-            from minitrans.models.transformer import Transformer
-        else:  # the same model and parameters, made fast (models/fast/)
-            from minitrans.models.fast.transformer import FastTransformer as Transformer
-
         if cfg.share_embeddings and not tokenizer.is_joint:  # two vocabularies cannot share a table
             cfg = replace(cfg, share_embeddings=False)
-        return Transformer(cfg, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
-    from minitrans.models.rnn import AttentionRNN, FixedContextRNN
-
+        model = Transformer(cfg, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
+        return model if cfg.implementation == "notes" else make_fast(model)
     if not tokenizer.is_joint:
         raise ValueError("the RNN models use one joint vocabulary: set data.joint_vocab=true")
     model_class = AttentionRNN if cfg.kind == "rnn_attention" else FixedContextRNN
     return model_class(cfg, tokenizer.src_vocab_size, tokenizer.pad_id)
+
+
+def training_loss(cfg: TransformerConfig | RNNConfig) -> Callable[[Tensor, Tensor, float], Tensor]:
+    """The loss the training step calls, ``loss(logits, tgt_out, label_smoothing)``: the notes'
+    :func:`~minitrans.models.loss.token_loss` for ``model.implementation=notes``, else the same
+    value in fewer passes, in the spent logits' memory (``models/fast/loss.py``; the RNN
+    baselines, which have no implementation knob, train with it too)."""
+    return token_loss if getattr(cfg, "implementation", "fast") == "notes" else step_loss
 
 
 def model_bytes(cfg: TransformerConfig | RNNConfig, tokenizer: Tokenizer) -> tuple[dict[str, tuple], int]:

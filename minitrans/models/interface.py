@@ -22,8 +22,6 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from minitrans.models.loss import token_loss
-
 State = Any  # nested dict/list/tuple of batch-first tensors
 AttentionMaps = dict[str, list[Tensor]]
 
@@ -58,14 +56,6 @@ class Seq2SeqModel(nn.Module):
         the source once per sentence instead of once per row (the Transformer's cross-attention
         keys and values); by default every tensor is indexed by ``rows``."""
         return select_batch(cache, rows)
-
-    def token_loss(
-        self, logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0, logits_spent: bool = False
-    ) -> Tensor:
-        """The loss this model trains with, summed over real target tokens: logits (B, T, V),
-        tgt_out (B, T) -> () (:func:`minitrans.models.loss.token_loss`). ``logits_spent``: the
-        caller reads the logits no more (the training step), so a fast loss may reuse their memory."""
-        return token_loss(logits, tgt_out, label_smoothing)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         enc, _ = self.encode(src)

@@ -1,10 +1,9 @@
 """The training loss: label-smoothed cross-entropy summed over the real target tokens.
 
 Summed, not averaged: the caller divides by the token count of the (global) batch, which under
-DistributedDataParallel is not the count of one rank's share. A model offers its loss as
-:meth:`~minitrans.models.interface.Seq2SeqModel.token_loss` (this one by default), which the
-training step, the validation loss and the training benchmark call; the fast model's is the
-same function in fewer passes (``models/fast/loss.py``).
+DistributedDataParallel is not the count of one rank's share. The validation loss is this one;
+the training step's is :func:`minitrans.models.build.training_loss`'s choice: this one for
+``model.implementation=notes``, else the same function in fewer passes (``models/fast/loss.py``).
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from minitrans.core.config import RNNConfig
 from minitrans.models.attention import make_padding_mask
-from minitrans.models.fast.loss import token_loss as fast_token_loss
 from minitrans.models.interface import AttentionMaps, Seq2SeqModel, State
 
 
@@ -188,10 +187,6 @@ class _RNNSeq2Seq(Seq2SeqModel):
         self.decoder = ContextGRUDecoder(
             tgt_embed, context, d_context, d_hidden, num_layers, dropout, tie_output=tie_embeddings
         )
-
-    def token_loss(self, logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0, logits_spent: bool = False):
-        """The fast loss (the same value in fewer passes), as the baselines have always trained with."""
-        return fast_token_loss(logits, tgt_out, label_smoothing, overwrite_logits=logits_spent)
 
     def encode(self, src: Tensor, need_weights: bool = False) -> tuple[State, AttentionMaps]:
         src_mask = make_padding_mask(src, self.pad_id)[:, 0, 0]  # (B, S)

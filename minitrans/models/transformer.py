@@ -76,7 +76,9 @@ class FeedForward(nn.Module):
 
 
 class Residual(nn.Module):
-    """x + Dropout(sublayer(LN(x))) when pre-norm, LN(x + Dropout(sublayer(x))) when post-norm."""
+    """The residual connection around one sub-layer, with its LayerNorm and dropout:
+    x + Dropout(sublayer(LN(x))) when pre-norm, LN(x + Dropout(sublayer(x))) when post-norm.
+    A layer writes ``block(x, sublayer(block.sublayer_input(x)))``."""
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
         super().__init__()
@@ -84,71 +86,69 @@ class Residual(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
-        out, weights = sublayer(self.norm(x) if self.norm_first else x)
-        x = x + self.dropout(out)
-        return (x if self.norm_first else self.norm(x)), weights
+    def sublayer_input(self, x: Tensor) -> Tensor:
+        return self.norm(x) if self.norm_first else x
+
+    def forward(self, x: Tensor, sublayer_out: Tensor) -> Tensor:
+        x = x + self.dropout(sublayer_out)
+        return x if self.norm_first else self.norm(x)
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention, then feed-forward, each in a residual block."""
+    """Self-attention, then feed-forward, each in a residual block. ``scale``: the attention
+    scores' factor (None: 1/√Dk)."""
 
-    def __init__(self, d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first) -> None:
+    def __init__(self, d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first, scale=None) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout, scale=scale)
         self.feed_forward = FeedForward(d_model, d_ff, dropout)
         self.attn_block = Residual(d_model, dropout, norm_first)
         self.ff_block = Residual(d_model, dropout, norm_first)
 
     def forward(self, x: Tensor, src_mask: Tensor | None, need_weights: bool = False):
         """x (B, S, D) -> (B, S, D), weights (B, H, S, S)."""
-        x, weights = self.attn_block(x, lambda h: self.self_attn(h, mask=src_mask, need_weights=need_weights))
-        x, _ = self.ff_block(x, lambda h: (self.feed_forward(h), None))
+        h, weights = self.self_attn(self.attn_block.sublayer_input(x), mask=src_mask, need_weights=need_weights)
+        x = self.attn_block(x, h)
+        x = self.ff_block(x, self.feed_forward(self.ff_block.sublayer_input(x)))
         return x, weights  # (B, S, D), (B, H, S, S)
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention -> cross-attention over the encoder memory -> feed-forward."""
+    """Masked self-attention -> cross-attention over the encoder memory -> feed-forward.
 
-    is_causal = True  # a target position attends to itself and earlier positions only
+    ``is_causal``: a target position attends to itself and earlier positions only (False only
+    for the teaching switch ``model.causal_mask=false``). ``scale`` and ``cross_scale``: the
+    self- and cross-attention scores' factors (None: 1/√Dk)."""
 
-    def __init__(self, d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first) -> None:
+    def __init__(
+        self, d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first, scale=None, cross_scale=None, is_causal=True
+    ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout, is_cross=True)
+        self.is_causal = is_causal
+        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout, scale=scale)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout, is_cross=True, scale=cross_scale)
         self.feed_forward = FeedForward(d_model, d_ff, dropout)
         self.self_block = Residual(d_model, dropout, norm_first)
         self.cross_block = Residual(d_model, dropout, norm_first)
         self.ff_block = Residual(d_model, dropout, norm_first)
 
-    def forward(self, y, memory, src_mask, need_weights=False):
-        """Teacher forcing over the whole prefix: y (B, T, D) -> (B, T, D)."""
-        y, self_w = self.self_block(y, lambda h: self.self_attn(h, is_causal=self.is_causal, need_weights=need_weights))
-        y, cross_w = self.cross_block(y, lambda h: self.cross_attn(h, memory, mask=src_mask, need_weights=need_weights))
-        y, _ = self.ff_block(y, lambda h: (self.feed_forward(h), None))
-        return y, self_w, cross_w
-
-    def step(self, y, cache: dict, src_mask, need_weights=False):
-        """One new position: y (B, 1, D); ``cache`` holds this layer's past self-attention keys
-        and values and the cross-attention keys and values of the source."""
-        new_cache = dict(cache)
-        y, self_w = self.self_block(y, lambda h: self.cached_self_attention(h, cache, new_cache, need_weights))
-        y, cross_w = self.cross_block(y, lambda h: self.cached_cross_attention(h, cache, src_mask, need_weights))
-        y, _ = self.ff_block(y, lambda h: (self.feed_forward(h), None))
-        return y, new_cache, self_w, cross_w
-
-    def cached_self_attention(self, h: Tensor, cache: dict, new_cache: dict, need_weights: bool):
-        """h (B, 1, D): its key and value join the cached ones in ``new_cache``."""
-        q, k, v = self.self_attn.project_qkv(h)  # (B, H, 1, Dk|Dv)
-        new_cache["k"] = torch.cat([cache["k"], k], dim=2)  # (B, H, t+1, Dk)
-        new_cache["v"] = torch.cat([cache["v"], v], dim=2)  # (B, H, t+1, Dv)
-        # The newest position may see every cached one: no mask needed.
-        return self.self_attn.attend(q, new_cache["k"], new_cache["v"], need_weights=need_weights)
-
-    def cached_cross_attention(self, h: Tensor, cache: dict, src_mask: Tensor | None, need_weights: bool):
-        """h (B, 1, D) attends over the source's keys and values, projected once (init_cache)."""
-        q = self.cross_attn.project_q(h)  # (B, H, 1, Dk)
-        return self.cross_attn.attend(q, cache["cross_k"], cache["cross_v"], src_mask, need_weights=need_weights)
+    def forward(self, y: Tensor, memory: Tensor | None, src_mask: Tensor | None, need_weights=False, cache=None):
+        """Teacher forcing over the whole prefix, y (B, T, D) -> (B, T, D); or, with this layer's
+        ``cache`` ({"self": {"k", "v"}, "cross": {"k", "v"}}, updated), one decoding step: y
+        (B, 1, D) is the newest position, attending to the cached ones and the source's keys
+        and values (projected once, :meth:`Transformer.init_cache`), and ``memory`` is unused."""
+        is_causal = self.is_causal and cache is None  # one new position may see every cached one
+        self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
+        h, self_w = self.self_attn(
+            self.self_block.sublayer_input(y), is_causal=is_causal, need_weights=need_weights, kv_cache=self_cache
+        )
+        y = self.self_block(y, h)
+        h, cross_w = self.cross_attn(
+            self.cross_block.sublayer_input(y), memory, src_mask, need_weights=need_weights, kv_cache=cross_cache
+        )
+        y = self.cross_block(y, h)
+        y = self.ff_block(y, self.feed_forward(self.ff_block.sublayer_input(y)))
+        return y, self_w, cross_w  # (B, T, D), (B, H, T, T), (B, H, T, S)
 
 
 class Transformer(Seq2SeqModel):
@@ -169,9 +169,18 @@ class Transformer(Seq2SeqModel):
         )
         self.positions = POSITIONS[cfg.positions](d_model, cfg.max_len)
         self.dropout = nn.Dropout(dropout)
-        layer_args = (d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first)
+        # The teaching switches (docs/claims.md) take a piece away; none draws a random number.
+        scale = None if (divisor := cfg.scores_divisor()) is None else 1.0 / divisor
+        # fixed_mean: scores of 0 for every key, so softmax gives each real source token the
+        # weight 1/S and every target position, in every layer, receives the same mean of the
+        # source's values: one context per sentence whatever the decoder asks for.
+        cross_scale = 0.0 if cfg.cross_attention == "fixed_mean" else scale
+        layer_args = (d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first, scale)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(cfg.num_encoder_layers))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(cfg.num_decoder_layers))
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(*layer_args, cross_scale=cross_scale, is_causal=cfg.causal_mask)
+            for _ in range(cfg.num_decoder_layers)
+        )
         # Pre-norm stacks end un-normalised; post-norm layers already end in a LayerNorm.
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
@@ -179,20 +188,6 @@ class Transformer(Seq2SeqModel):
         self._reset_parameters()
         if cfg.tie_output:
             self.output.weight = self.tgt_embed.weight
-        self._set_teaching_switches(cfg)
-
-    def _set_teaching_switches(self, cfg: TransformerConfig) -> None:
-        """The switches that take a piece away (docs/claims.md); none draws a random number."""
-        for module in self.modules():
-            if isinstance(module, MultiHeadAttention):
-                module.scale = None if (divisor := cfg.scores_divisor()) is None else 1.0 / divisor
-        for layer in self.decoder_layers:
-            layer.is_causal = cfg.causal_mask
-            if cfg.cross_attention == "fixed_mean":
-                # Scores of 0 for every key: softmax gives each real source token the weight
-                # 1/S, so each target position, in every layer, receives the same mean of the
-                # source's values, one context per sentence whatever the decoder asks for.
-                layer.cross_attn.scale = 0.0
 
     def _reset_parameters(self) -> None:
         for name, param in self.named_parameters():
@@ -229,37 +224,30 @@ class Transformer(Seq2SeqModel):
         return logits, ({"dec_self": self_maps, "cross": cross_maps} if need_weights else {})
 
     def init_cache(self, enc: State) -> State:
-        memory = enc["memory"]
-        layers = []
+        """Per decoder layer: the self-attention's keys and values so far (none yet) and the
+        cross-attention's over the source, projected once per source sentence."""
+        memory = enc["memory"]  # (B, S, D)
+        batch, layers = memory.shape[0], []
         for layer in self.decoder_layers:
             attn = layer.self_attn
-            cross_k, cross_v = layer.cross_attn.project_kv(memory)  # once per source sentence
-            empty = memory.new_zeros(memory.shape[0], attn.num_heads, 0, attn.d_k)  # (B, H, 0, Dk)
-            layers.append(
-                {
-                    "k": empty,
-                    "v": memory.new_zeros(memory.shape[0], attn.num_heads, 0, attn.d_v),
-                    "cross_k": cross_k,
-                    "cross_v": cross_v,
-                }
-            )
+            cross_k, cross_v = layer.cross_attn.project_kv(memory)  # (B, H, S, Dk|Dv)
+            empty_k = memory.new_zeros(batch, attn.num_heads, 0, attn.d_k)  # (B, H, 0, Dk)
+            empty_v = memory.new_zeros(batch, attn.num_heads, 0, attn.d_v)  # (B, H, 0, Dv)
+            layers.append({"self": {"k": empty_k, "v": empty_v}, "cross": {"k": cross_k, "v": cross_v}})
         return layers
 
     def step(self, enc: State, tokens: Tensor, cache: State, need_weights: bool = False):
-        position = self.decoded_length(cache)
+        position = cache[0]["self"]["k"].shape[2]  # target positions decoded so far
         y = self._embed(self.tgt_embed, tokens[:, None], offset=position)  # (B, 1, D)
         new_cache, self_maps, cross_maps = [], [], []
         for layer, layer_cache in zip(self.decoder_layers, cache):
-            y, layer_cache, self_w, cross_w = layer.step(y, layer_cache, enc["src_mask"], need_weights)
+            layer_cache = {"self": dict(layer_cache["self"]), "cross": layer_cache["cross"]}  # the step's own
+            y, self_w, cross_w = layer(y, None, enc["src_mask"], need_weights, cache=layer_cache)
             new_cache.append(layer_cache)
             self_maps.append(self_w)
             cross_maps.append(cross_w)
         logits = self.output(self.decoder_norm(y))[:, 0]  # (B, V)
         return logits, new_cache, ({"dec_self": self_maps, "cross": cross_maps} if need_weights else {})
-
-    def decoded_length(self, cache: State) -> int:
-        """Target positions the cache holds (the next token's position)."""
-        return cache[0]["k"].shape[2]
 
 
 __all__ = [

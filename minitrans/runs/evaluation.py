@@ -17,6 +17,7 @@ from minitrans.inference.base import BaseTranslator
 from minitrans.inference.decoding import best_ids
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
+from minitrans.models.loss import token_loss
 from minitrans.runs.sharing import ALONE, Share
 
 
@@ -56,8 +57,8 @@ def validation_losses(
             indices = batches[number]
             batch = collate([src_ids[i] for i in indices], [tgt_ids[i] for i in indices]).to(device)
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-            smoothed = float(model.token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
-            sums[number] = (float(model.token_loss(logits, batch.tgt_out)), smoothed, batch.num_tgt_tokens)
+            smoothed = float(token_loss(logits, batch.tgt_out, label_smoothing)) if label_smoothing else 0.0
+            sums[number] = (float(token_loss(logits, batch.tgt_out)), smoothed, batch.num_tgt_tokens)
     sums = share.merge(sums)
     plain, smoothed, tokens = 0.0, 0.0, 0
     for number in range(len(batches)):

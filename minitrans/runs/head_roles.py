@@ -1,4 +1,4 @@
-"""What each attention head does, scored on its attention maps (issue 38, the notes' claim that
+"""What each attention head does, scored on its attention maps (docs/claims.md, the notes' claim that
 heads capture different kinds of relation).
 
 Each score is a share of attention weight in [0, 1], averaged over the query rows it applies

@@ -1,4 +1,4 @@
-"""The order probe (issue 38, claim 3: self-attention on its own has no notion of order).
+"""The order probe (docs/claims.md, claim 3: self-attention on its own has no notion of order).
 
 Each order set of :mod:`minitrans.data.probes` is four sentences of the same words whose
 meanings differ only by who does what ("the dog that the man sees sleeps", "the man that the

@@ -1,4 +1,4 @@
-"""Why attention divides by √d_k, measured at initialisation (issue 38, claim 1).
+"""Why attention divides by √d_k, measured at initialisation (docs/claims.md, claim 1).
 
 The notes argue that the dot product of two d_k-wide vectors grows with d_k, so that unscaled
 scores push softmax towards 0/1 and its gradients vanish, and that dividing by √d_k keeps them

@@ -4,8 +4,8 @@
 the benchmark is one the trainer gets. Mixed precision lives here only, as ``autocast_dtype``:
 None runs in float32 with no autocast at all; ``torch.bfloat16`` runs the forward pass under
 ``torch.autocast`` (the loss is still computed in float32, see :func:`minitrans.models.loss.token_loss`).
-The loss is the model's own (:meth:`~minitrans.models.interface.Seq2SeqModel.token_loss`: the
-fast model's overwrites the spent logits in place, the notes model's is ``F.cross_entropy``).
+The loss is the caller's (:func:`minitrans.models.build.training_loss`: the fast one overwrites the
+spent logits in place, the notes one is ``F.cross_entropy``).
 :func:`autocast_dtype_for` turns ``trainer.precision`` into that choice.
 
 Policy: bfloat16 only, never float16, and no loss scale. bfloat16 keeps float32's exponent
@@ -26,7 +26,6 @@ from torch import Tensor, nn
 
 from minitrans.core.config import PRECISIONS
 from minitrans.data.batching import Batch
-from minitrans.models.interface import Seq2SeqModel
 from minitrans.models.loss import token_loss
 
 FUSED_ADAM_DEVICES = ("cpu", "cuda")  # where torch.optim.Adam(fused=True) has a kernel
@@ -38,10 +37,9 @@ def autocast_dtype_for(precision: str, device: torch.device) -> torch.dtype | No
     ``auto`` is bfloat16 on CUDA GPUs that support it and float32 elsewhere. ``native`` is
     bfloat16 wherever the hardware computes it natively: such a CUDA GPU, or a CPU with
     AVX512-BF16 or AMX; float32 elsewhere, where bfloat16 is emulated slowly. On the CPU it pays
-    for models large enough for the matrix products to dominate: the Multi30k model's step
-    (d_model 256) ran 2.2x faster in bfloat16 on an AMD EPYC with AVX512-BF16 and 1.48x on an
-    Intel CPU with AMX, the default model's (d_model 128) 0.63x and 0.99x (the casts cost more
-    than they save; docs/performance.md), so ``auto`` leaves the CPU in float32."""
+    for models large enough for the matrix products to dominate (the Multi30k model's), not for
+    the default model's, where the casts cost more than they save (docs/performance.md, mixed
+    precision), so ``auto`` leaves the CPU in float32."""
     if precision == "fp32":
         return None
     if precision == "bf16":
@@ -72,8 +70,8 @@ def make_optimizer(
     parameters: Iterable[nn.Parameter], lr: float, betas: Sequence[float], weight_decay: float = 0.0
 ) -> torch.optim.Optimizer:
     """Adam with the given peak learning rate (the schedule, if any, scales it); its fused
-    kernel where the parameters' device has one (on the CPU 2.6-3x faster than the default
-    per-tensor loop, about 3 % of a small benchmark step), else PyTorch's default."""
+    kernel where the parameters' device has one (faster than the default per-tensor loop;
+    docs/performance.md), else PyTorch's default."""
     parameters = list(parameters)
     fused = bool(parameters) and all(p.device.type in FUSED_ADAM_DEVICES for p in parameters)
     return torch.optim.Adam(
@@ -96,19 +94,6 @@ def _no_reduction(loss: Tensor) -> Tensor:
     return loss
 
 
-def model_loss(model: nn.Module) -> Callable[..., Tensor]:
-    """The loss ``model`` trains with, seen through DistributedDataParallel and torch.compile:
-    its :meth:`Seq2SeqModel.token_loss`, or the plain :func:`token_loss` for any other module."""
-    while not isinstance(model, Seq2SeqModel):
-        inner = getattr(model, "_orig_mod", None) or getattr(model, "module", None)
-        if not isinstance(inner, nn.Module):
-            return lambda logits, tgt_out, label_smoothing=0.0, logits_spent=False: token_loss(
-                logits, tgt_out, label_smoothing
-            )
-        model = inner
-    return model.token_loss
-
-
 def train_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -118,6 +103,7 @@ def train_step(
     clip_grad_norm: float,
     autocast_dtype: torch.dtype | None = None,
     reduce_loss: Callable[[Tensor], Tensor] = _no_reduction,
+    loss_fn: Callable[[Tensor, Tensor, float], Tensor] = token_loss,
 ) -> Tensor | None:
     """One update of the optimizer's parameters from ``batch`` (already on the model's device).
 
@@ -126,7 +112,8 @@ def train_step(
     The summed token loss is multiplied by ``loss_scale`` (1 / the target tokens of the batch,
     or of the global batch when ``batch`` is one rank's share) before ``backward``.
     ``reduce_loss`` turns this process's scaled loss into the batch's mean (e.g. a sum over
-    ranks). Returns that mean, a 0-d float tensor, or None when it or the gradient norm was not
+    ranks). ``loss_fn(logits, tgt_out, label_smoothing)`` is the summed token loss
+    (:func:`minitrans.models.build.training_loss` gives the model's). Returns that mean, a 0-d float tensor, or None when it or the gradient norm was not
     finite: then nothing is updated and the gradients are cleared. The learning-rate schedule is
     the caller's to step (the trainer steps it once its ranks agree on the training time).
     """
@@ -138,8 +125,8 @@ def train_step(
     )
     with precision:
         logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        # nothing reads the logits after the loss: it reuses their buffer
-        loss = model_loss(model)(logits, batch.tgt_out, label_smoothing, logits_spent=True) * loss_scale
+        # nothing reads the logits after the loss, which may reuse their buffer (the fast loss does)
+        loss = loss_fn(logits, batch.tgt_out, label_smoothing) * loss_scale
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     parameters = [p for group in optimizer.param_groups for p in group["params"]]

@@ -1,7 +1,7 @@
 """train(cfg, out_dir): the training loop, schedule, evaluation, checkpoints and logging.
 
-The trainer knows the model only through the shared interface, so the Transformer and
-both RNN baselines train here unchanged. Everything the run writes goes under ``out_dir``:
+The trainer knows the model only through the shared interface and its loss through
+``models.build.training_loss``. Everything the run writes goes under ``out_dir``:
 
     out_dir/tokenizer/        SentencePiece model(s)
     out_dir/checkpoints/      last.pt (resume), best.pt (best validation BLEU), step_*.pt
@@ -36,6 +36,7 @@ from minitrans.core.run_folder import RunLock, clean_interrupted_saves
 from minitrans.core.utils import SignalReceived, StopRequest, get_rng_state, preserved_rng, seed_everything
 from minitrans.data.batching import collate
 from minitrans.inference.translator import Translator
+from minitrans.models.build import training_loss
 from minitrans.models.interface import count_parameters
 from minitrans.runs import reporting
 from minitrans.runs.summary import RunSummary
@@ -119,12 +120,13 @@ class Trainer:
             self.tokenizer.save(self.out_dir / "tokenizer")
 
     def _build_training(self, payload: dict | None, resume_path: Path | None) -> None:
-        """The model (wrapped for DDP and torch.compile as configured), optimizer, schedule and
-        the Translator that validation decodes with."""
+        """The model (wrapped for DDP and torch.compile as configured), its loss, optimizer,
+        schedule and the Translator that validation decodes with."""
         tcfg = self.cfg.trainer
         self.model = model_to_train(self.cfg.model, self.tokenizer, payload, resume_path, self.dist.is_main)
         self.model, self.num_params = self.model.to(self.device), count_parameters(self.model)
         self.step_model = wrap_for_training(self.model, self.dist, self.device, tcfg.compile)
+        self.loss_fn = training_loss(self.cfg.model)
         self.optimizer = make_optimizer(self.model.parameters(), tcfg.lr, tcfg.betas, tcfg.weight_decay)
         self.autocast_dtype = autocast_dtype_for(tcfg.precision, self.device)  # None: float32
         if self.autocast_dtype is not None:
@@ -224,6 +226,7 @@ class Trainer:
             clip_grad_norm=tcfg.clip_grad_norm,
             autocast_dtype=self.autocast_dtype,
             reduce_loss=lambda loss: distributed.all_reduce_sum(loss / world, self.dist),
+            loss_fn=self.loss_fn,
         )
         loss = None if mean_loss is None else mean_loss.item()
         state.batch_in_epoch += 1
@@ -300,8 +303,7 @@ class Trainer:
         return self.checkpoints.last
 
     def _evaluate_and_checkpoint(self, evaluate: bool) -> dict:
-        """Validate (every rank its share), keep best.pt and step_*.pt (rank 0), then write
-        last.pt (every rank)."""
+        """Validate (every rank its share), keep best.pt and step_*.pt (rank 0), write last.pt (every rank)."""
         metrics, state = {}, self.state
         if evaluate:
             metrics = self.validate()

@@ -1,21 +1,25 @@
 """The fast model: the notes model (``models/transformer.py``, ``attention.py``, ``loss.py``) made
-fast, and nothing else.
+fast from outside, and nothing else.
 
-Each class here derives from its notes class and overrides only what it speeds up, so a change
-to the notes model (a position scheme, the scores' scale, the causal mask) reaches both:
+``transformer.make_fast(model)`` gives each module of a built notes Transformer the fast class
+below (same state, same parameter names; ``models/build.py`` calls it unless
+``model.implementation=notes``), and ``loss.step_loss`` is the training step's loss. What each
+replaces, and why (each measure's gain is in docs/performance.md, "What each speed measure earns"):
 
-- ``dropout``: inverted dropout from packed random bits on the CPU, and its fused forms
-  (``dropout_add`` for the residual branches, ``relu_dropout`` for the feed-forward);
-- ``packed_tokens``: the encoder's position-wise work on real (non-pad) source tokens only;
-- ``loss``: the label-smoothed cross-entropy as one autograd function that can overwrite the
-  logits in place (the training step's form);
-- ``attention`` and ``transformer``: the written-out attention in place and with the packed-bit
-  dropout (and for a decoding step's few queries on the CPU, where it beats the fused kernel),
-  no source mask when nothing is padded, the self-attention cache's spare slot, the
-  cross-attention keys and values laid out once per source and shared by a sentence's beams.
+| notes piece                      | fast form                                   | why                                                          |
+|----------------------------------|---------------------------------------------|--------------------------------------------------------------|
+| ``nn.Dropout``                   | ``dropout.Dropout``: packed random bits      | PyTorch's CPU dropout draws one random number per element    |
+| ``FeedForward`` ReLU + dropout   | ``FastFeedForward``: ``relu_dropout``        | one autograd node whose backward keeps no mask               |
+| ``Residual`` add + dropout       | ``FastResidual``: ``dropout_add``            | one pass forward, one multiply backward                      |
+| ``MultiHeadAttention`` path      | ``FastMultiHeadAttention``                   | the written-out path where the fused CPU kernel is slower    |
+|                                  |                                             | (dropout in training, a decoding step's few queries)         |
+| cross-attention keys and values | ``FastTransformer.init_cache``: contiguous   | a decoding step reads them in place instead of copying them  |
+| cross-attention cache per beam   | ``FastTransformer.reorder_cache``            | a sentence's beams share its source's keys and values        |
+| ``Transformer.encode``           | ``FastTransformer.encode``: ``packed_tokens``| no mask when nothing is padded; position-wise work on real   |
+|                                  |                                             | tokens only                                                  |
+| ``loss.token_loss``              | ``loss.step_loss``                          | fewer passes over the (N, V) scores, in the logits' memory   |
 
-Same parameters under the same names as the notes model: every checkpoint loads into either,
-and ``tests/test_fast_model.py`` holds the two equal (values, gradients, decoded strings).
-``models/build.py`` builds this one unless ``model.implementation=notes``. May import the notes
-model (``models``) and what it may import.
+Every checkpoint loads into either model, and ``tests/test_fast_model.py`` holds the two equal
+(values, gradients, decoded strings). May import the notes model (``models``) and what it may
+import; imported only by ``models.build`` (and the tests of what is here).
 """

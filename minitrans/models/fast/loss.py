@@ -1,18 +1,18 @@
 """The training loss made fast: :func:`minitrans.models.loss.token_loss` in fewer passes.
 
-The fast model's loss (``FastTransformer.token_loss``; the RNN baselines use it too). It is
+The training step's loss for the fast Transformer and the RNN baselines
+(:func:`minitrans.models.build.training_loss` chooses it; :func:`step_loss` is its form). It is
 ``F.cross_entropy(logits, target, ignore_index=PAD_ID, label_smoothing=ε, reduction="sum")``
 (tests hold them equal, values and gradients) computed with fewer passes over the (N, V)
 scores: the forward keeps one (N, V) buffer, the log-probabilities, and the backward turns it
 in place into the gradient ``softmax − ((1 − ε)·onehot + ε / V)``. PyTorch's own pair of
-kernels writes and reads the (N, V) array about three times more (log-softmax, the smoothing
-term's fill and add, log-softmax's backward, copies); on the CPU it was about a sixth of a
-training step of the small benchmark model (docs/performance.md).
+kernels writes and reads the (N, V) array several times more (log-softmax, the smoothing
+term's fill and add, log-softmax's backward, copies); docs/performance.md measures the gain.
 
 Under bfloat16 autocast on the CPU the training step's logits are bfloat16 and the loss is
 float32, so it needs a float32 (N, V) array of its own. A fresh one every step is expensive on
-the CPU (an allocation that large is new memory the kernel faults in page by page: 3-8 times
-the cost of the conversion itself), so the spent bfloat16 logits are copied into a
+the CPU (an allocation that large is new memory the kernel faults in page by page, which costs
+more than the conversion itself), so the spent bfloat16 logits are copied into a
 :class:`Workspace` kept from step to step, and their own buffer later receives the gradient.
 """
 
@@ -131,4 +131,10 @@ def token_loss(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0, ov
     )
 
 
-__all__ = ["token_loss"]
+def step_loss(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0) -> Tensor:
+    """:func:`token_loss` as the training step calls it: nothing reads the logits after the loss,
+    so they hold the log-probabilities and then the gradient."""
+    return token_loss(logits, tgt_out, label_smoothing, overwrite_logits=True)
+
+
+__all__ = ["step_loss", "token_loss"]

@@ -6,9 +6,8 @@ width, H heads, Dv per-head value width.
 Speed only; the model's function is unchanged. An encoder layer's projections, feed-forward,
 layer norms, residual adds and dropout act on each position alone, and a padded source
 position is never attended to (its key is masked) and feeds no loss. Token-bucketed batches
-still pad the source (about 8 % of its positions on Multi30k: batches are sorted by target
-length first), and those rows cost the encoder's matrix products as much as real ones. So
-the encoder keeps the batch as (N, D) rows of real tokens, and only self-attention, which
+still pad the source (batches are sorted by target length first), and those rows cost the
+encoder's matrix products as much as real ones. So the encoder keeps the batch as (N, D) rows of real tokens, and only self-attention, which
 needs the (B, H, S, S) grid, scatters its projected queries, keys and values back into a
 padded batch (zeros at padding) and gathers its output rows again. The memory the decoder
 reads is the padded (B, S, D) again, zeros at padding (any finite value there is masked).
@@ -23,7 +22,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from minitrans.models.attention import MultiHeadAttention
+from minitrans.models.attention import MultiHeadAttention, merge_heads, split_heads
+from minitrans.models.fast.attention import attend_padded
 
 
 class PackedTokens:
@@ -55,8 +55,8 @@ class PackedTokens:
         qkv = self.unpack(attn.qkv_proj(h))  # (N, 2·H·Dk + H·Dv) -> (B, S, 2·H·Dk + H·Dv)
         qk_width = attn.num_heads * attn.d_k
         q, k, v = qkv.split([qk_width, qk_width, attn.num_heads * attn.d_v], dim=-1)  # (B, S, H·Dk|H·Dv)
-        q, k, v = attn._split_heads(q, attn.d_k), attn._split_heads(k, attn.d_k), attn._split_heads(v, attn.d_v)
-        out, _ = attn.attend_heads(q, k, v, src_mask)  # (B, S, H·Dv)
+        q, k, v = (split_heads(part, attn.num_heads) for part in (q, k, v))  # (B, H, S, Dk|Dv)
+        out = merge_heads(attend_padded(attn, q, k, v, src_mask))  # (B, S, H·Dv)
         return attn.out_proj(self.pack(out))  # (N, D)
 
 
