@@ -26,6 +26,7 @@ from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.decoding_options import DecodingOptions, run_length_penalty
+from minitrans.core.protected import output_problem
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.inference.base import BaseTranslator
@@ -203,12 +204,39 @@ def decoding_options(args: argparse.Namespace) -> DecodingOptions:
     )
 
 
+def _stdin_descriptor() -> int | None:
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # closed, or replaced by an object without one
+        return None
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read or written, an ``-o`` or ``--attention`` path that is one
+    of the command's inputs, a checkpoint or a file of a run's record
+    (:func:`~minitrans.core.protected.output_problem`). Raises InputError, one line."""
+    inputs = [(args.checkpoint, "the model translated with")]
+    if args.input and args.input != "-":
+        inputs.append((args.input, "the input"))
+    elif not args.sentences and not args.info:
+        descriptor = _stdin_descriptor()  # translate.py RUN -o f < f
+        if descriptor is not None:
+            inputs.append((descriptor, "the input"))
+    if args.score_reference:
+        inputs.append((args.score_reference, "the translations to score"))
+    for flag, path in (("-o", args.output), ("--attention", args.attention)):
+        problem = output_problem(path, inputs, flag) if path else None
+        if problem is not None:
+            raise InputError(problem)
+
+
 def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
     """The whole command for parsed options (see ``scripts/translate.py``); the exit code.
     ``draw`` draws the maps that ``--attention`` asks for."""
     if args.attention and draw is None:
         raise ValueError("--attention needs a function that draws the maps")
     try:
+        check_outputs(args)
         if args.output and Path(args.output).is_dir():
             raise InputError(f"cannot write {args.output}: it is a folder; give a file name inside it")
         if args.output and not Path(args.output).resolve().parent.is_dir():
