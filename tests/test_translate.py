@@ -309,6 +309,22 @@ def test_script_files_and_attention_pictures(script, run, translator, tmp_path, 
     assert sorted(p.name for p in tmp_path.glob("a.*.png")) == ["a.1.png", "a.3.png"]
 
 
+def test_attention_prints_the_file_it_writes_and_refuses_a_folder_or_format_it_cannot(script, run, tmp_path, capsys):
+    """Without a suffix matplotlib wrote ``attn.png`` while ``attention: attn`` was printed;
+    onto a folder it wrote ``FOLDER.png`` beside it, and an unknown suffix was a traceback
+    after the translation."""
+    assert script.main([str(run), SRC[0], "--attention", str(tmp_path / "attn")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    printed = [Path(line.removeprefix("attention: ")) for line in err if line.startswith("attention: ")]
+    assert printed == [tmp_path / "attn.png"] and printed[0].is_file()
+    (tmp_path / "maps").mkdir()
+    for target, reason in (("maps", "it is a folder"), ("attn.v2", "cannot draw .v2 files")):
+        assert script.main([str(run), SRC[0], "--attention", str(tmp_path / target)]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and reason in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attn.png", "maps"]
+
+
 def test_the_length_penalty_defaults_to_the_runs_own(script, tmp_path, monkeypatch, capsys):
     """No --length-penalty: the one the run's own test was scored with (trainer.length_penalty,
     which a recipe may tune); the flag overrides it."""

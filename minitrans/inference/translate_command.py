@@ -232,6 +232,23 @@ def _stdin_descriptor() -> int | None:
         return None
 
 
+def attention_path(path: str) -> Path:
+    """The file ``--attention PATH`` names, as it will be written (and printed): without a
+    suffix, a PNG (matplotlib would add ``.png`` itself); a folder or a format matplotlib cannot
+    write is refused (InputError) before anything is translated."""
+    from matplotlib.backend_bases import FigureCanvasBase  # only when pictures are asked for
+
+    found = Path(path)
+    if found.is_dir():
+        raise InputError(f"--attention {path}: it is a folder; give a file name inside it (e.g. {found / 'attn.png'})")
+    if not found.suffix:
+        return found.with_name(found.name + ".png")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if found.suffix[1:].lower() not in formats:
+        raise InputError(f"--attention {path}: cannot draw {found.suffix} files; end it in one of {', '.join(formats)}")
+    return found
+
+
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse, before anything is read or written, an ``-o`` or ``--attention`` path that is one
     of the command's inputs, a checkpoint or a file of a run's record
@@ -257,6 +274,8 @@ def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
     if args.attention and draw is None:
         raise ValueError("--attention needs a function that draws the maps")
     try:
+        if args.attention:
+            args.attention = attention_path(args.attention)
         check_outputs(args)
         if args.output and Path(args.output).is_dir():
             raise InputError(f"cannot write {args.output}: it is a folder; give a file name inside it")
