@@ -67,6 +67,13 @@ def test_translate_refuses_to_write_over_a_checkpoint_or_the_runs_record(script,
     ):
         err = refused(script, [str(run), SRC[0], "-o", str(output)], capsys)
         assert f"-o {output}:" in err, err
+    hard = tmp_path / "weights"  # a hard link elsewhere, no suffix: the checkpoint translated with
+    os.link(run / "checkpoints" / "best.pt", hard)
+    err = refused(script, [str(run), SRC[0], "-o", str(hard)], capsys)
+    assert "it is the model translated with" in err
+    linked_run = tmp_path / "run-link"  # the run reached through a link to its folder
+    linked_run.symlink_to(run)
+    refused(script, [str(linked_run), SRC[0], "-o", str(linked_run / "summary.json")], capsys)
     assert contents(run) == before and not (run / "checkpoints" / "last.pt").exists()
     assert script.main([str(run), SRC[0], "-o", str(run / "out.en")]) == 0  # beside the record: allowed
     assert (run / "out.en").read_text(encoding="utf-8").count("\n") == 1
@@ -115,4 +122,11 @@ def test_a_checkpoint_or_an_export_anywhere_is_not_an_output(tmp_path):
         (export / name).write_text("{}", encoding="utf-8")
     assert "the exported model in" in output_problem(export / "config.json", flag="-o")
     assert output_problem(export.parent / "new.txt") is None
+    renamed = tmp_path / "renamed"
+    renamed.write_bytes(lone.read_bytes())
+    assert "holds a checkpoint" in output_problem(renamed)
+    (tmp_path / "multirun.yaml").write_text("hydra: {}\n", encoding="utf-8")
+    assert "the record of the sweep" in output_problem(tmp_path / "multirun.yaml")
+    (tmp_path / "notes.txt").write_text("mine\n", encoding="utf-8")
+    assert output_problem(tmp_path / "notes.txt") is None  # a plain file of the user's: theirs to replace
     assert output_problem(tmp_path / "new.pt") is None  # a new file of any name

@@ -14,7 +14,9 @@ of the hand costs one ``error:`` line, never a run. Refused:
   ``summary.json``);
 - an existing file of an exported folder (``minitrans.json``: CTranslate2; ``model.safetensors``:
   the shareable folder);
-- an existing file with a model's suffix (``.pt``, ``.safetensors``, ...) anywhere.
+- a sweep's ``multirun.yaml``;
+- an existing checkpoint anywhere, by its suffix (``.pt``, ``.safetensors``, ...) or, under
+  another name, by its content (PyTorch's zip archive).
 
 A new file next to a run's record (``RUN/avg.pt``, ``RUN/out.de``) is allowed.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
+import zipfile
 from collections.abc import Sequence
 from fnmatch import fnmatch
 from pathlib import Path
@@ -43,6 +46,7 @@ RUN_RECORD = (
     "events.out.tfevents.*",
 )
 EXPORT_MARKERS = ("minitrans.json", "model.safetensors")  # a CTranslate2 export; a shareable folder
+SWEEP_RECORD = "multirun.yaml"  # what Hydra writes at the top of a sweep's folder
 MODEL_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".model")
 
 # an input: a path, or an open file descriptor (stdin), with what the message calls it
@@ -75,6 +79,18 @@ def _run_record(target: Path) -> tuple[Path, str] | None:
     return None
 
 
+def _is_torch_file(path: Path) -> bool:
+    """True for a file ``torch.save`` wrote (a zip archive holding a pickle), whatever its name."""
+    try:
+        with path.open("rb") as file:
+            if file.read(4) != b"PK\x03\x04":
+                return False
+        with zipfile.ZipFile(path) as archive:
+            return any(name.endswith("data.pkl") for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def output_problem(output: str | os.PathLike, inputs: Sequence[Input] = (), flag: str = "-o") -> str | None:
     """Why ``output`` must not be written (one line, starting ``FLAG OUTPUT:``), or None.
 
@@ -100,8 +116,12 @@ def output_problem(output: str | os.PathLike, inputs: Sequence[Input] = (), flag
         )
     if target.is_file() and any((target.parent / name).is_file() for name in EXPORT_MARKERS):
         return f"{flag} {output}: it belongs to the exported model in {target.parent}; name a new file outside it"
+    if target.name == SWEEP_RECORD and target.is_file():
+        return f"{flag} {output}: it is the record of the sweep in {target.parent}; name a new file"
     if target.is_file() and target.suffix.lower() in MODEL_SUFFIXES:
         return f"{flag} {output}: an existing {target.suffix} file (a model's weights or tokenizer); name a new file"
+    if target.is_file() and _is_torch_file(target):
+        return f"{flag} {output}: it holds a checkpoint (a PyTorch file); name a new file"
     return None
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, run_length_penalty
 from minitrans.core.protected import output_problem
 from minitrans.core.textio import InputError, numbered_path, read_sentences
@@ -254,6 +255,10 @@ def check_outputs(args: argparse.Namespace) -> None:
     of the command's inputs, a checkpoint or a file of a run's record
     (:func:`~minitrans.core.protected.output_problem`). Raises InputError, one line."""
     inputs = [(args.checkpoint, "the model translated with")]
+    try:  # a run folder: the checkpoint it translates with (a hard link to it elsewhere is it too)
+        inputs.append((resolve_checkpoint(args.checkpoint), "the model translated with"))
+    except (CheckpointError, OSError):
+        pass  # an export's folder, or nothing there: its own check names it
     if args.input and args.input != "-":
         inputs.append((args.input, "the input"))
     elif not args.sentences and not args.info:
