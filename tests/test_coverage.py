@@ -160,6 +160,7 @@ def test_capitals_training_never_wrote_a_word_in_are_named_and_an_ordinary_sente
     (one,) = record.warnings("The train station is OLD.")
     assert one.startswith("words written in a case the training sources never used for them") and one.endswith(": OLD")
     assert record.unseen_cases("I love gReek food, UN") == ["gReek"]  # mixed case too; UN was written so
+    assert "unlikely to mean anything" in record.warnings("LOVE LOVE LOVE food")[0]  # each time it is written
     assert TrainingRecord.from_state(record.to_state()) == record
 
 

@@ -191,7 +191,8 @@ class TrainingRecord:
             "word",
         )
         notes = [notice for notice, named in ((cases_notice, cases), (words_notice, unseen)) if named]
-        missing = sum(word.casefold() not in self.word_counts for word in found) + len(cases)
+        odd = set(cases)
+        missing = sum(word.casefold() not in self.word_counts or word in odd for word in found)
         if missing <= MOSTLY_UNSEEN * len(found):
             return notes
         # one line says it all; the summary of many lines still counts each word
