@@ -94,6 +94,7 @@ def test_a_lower_cased_model_warns_of_capitals_and_emoji_and_lower_cases_its_inp
     messages = record.warnings("I have a cat 🐱")
     assert messages[0] == "the model trained on lower-case sources only: the input is lower-cased"
     assert "🐱" in messages[1] and "never seen" in messages[1]
+    assert record.prepared("İ have a cat") == "i have a cat" and record.unseen_characters("İ have a cat") == []
     kept = TrainingRecord(**{**record.__dict__, "is_lowercase": False})  # translate.py --keep-case
     assert kept.unseen_characters("I have a cat 🐱") == ["I", "🐱"]
     again = TrainingRecord.from_state(record.to_state())

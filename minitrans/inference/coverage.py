@@ -119,8 +119,9 @@ class TrainingRecord:
 
     def prepared(self, text: str) -> str:
         """The input as the model should get it: lower-cased when it trained on lower-case
-        sources only (a capital would be byte pieces it never saw)."""
-        return text.lower() if self.is_lowercase else text
+        sources only (a capital would be byte pieces it never saw). "İ" becomes "i", as Turkish
+        writes it, not Python's "i" plus a combining dot that no source holds."""
+        return text.replace("İ", "i").lower() if self.is_lowercase else text
 
     def unseen_characters(self, text: str) -> list[str]:
         """The characters of ``text`` (as the model gets it) never seen in the training sources."""
