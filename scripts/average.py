@@ -6,9 +6,9 @@
 The run keeps ``step_*.pt`` checkpoints when trained with ``trainer.average_last=N``. The
 output is accepted by translate.py and evaluate.py like any best.pt. Checkpoints of different
 models (config, tokenizer or weight shapes) are refused with one ``error:`` line, exit status 1,
-and so is an output that is one of the inputs or a file of a run's ``checkpoints/`` (``last.pt``
-is the state the run resumes from; ``best.pt``, ``averaged.pt`` and ``step_*.pt`` its training
-writes).
+and so is an output that is one of the inputs, an existing checkpoint, or a file of a run's
+record such as its ``checkpoints/`` (``last.pt`` is the state the run resumes from; ``best.pt``,
+``averaged.pt`` and ``step_*.pt`` its training writes).
 """
 
 from __future__ import annotations

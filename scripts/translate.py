@@ -4,14 +4,17 @@ Sentences come from the arguments, else ``--input FILE`` ("-" for stdin), else s
 piped, else an interactive prompt. One output line per input line, in order (``--nbest K``: K
 lines per input line; ``--format jsonl``: one JSON object per input line). A line holding
 several sentences is split, each translated, and the results joined on one line
-(``--no-split`` turns it off). Words the model never saw in training are named on stderr.
+(``--no-split`` turns it off). Words the model never saw in training (or never in that case),
+input far longer than its training sources and translations cut by the output limit are named
+on stderr.
 ``--score-reference FILE`` scores given translations instead; ``--info`` describes the model.
 RUN_OR_CHECKPOINT is a .pt file or a run folder (its checkpoints/averaged.pt, else best.pt,
 else last.pt), or a folder written by scripts/export.py, which CTranslate2 then translates with
 (same flags; no attention maps, no forced scoring).
 
 Many input lines (``--input FILE``) get one progress bar on stderr (on a terminal) and one
-summary of the words never seen in training (word -> lines), instead of a warning per line.
+summary line per kind of warning (the lines it concerns; word or character -> lines), instead
+of a warning per line.
 
 Thin by design: the options are parsed here, the command is
 :mod:`minitrans.inference.translate_command` (the maps of ``--attention`` drawn by

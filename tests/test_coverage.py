@@ -36,7 +36,9 @@ def test_the_record_counts_case_folded_forms_and_names_unseen_words_as_written()
     assert record.unseen("The Cat sees a bird, a BIRD.") == ["a", "bird", "BIRD"]
     # every word was seen (case-folded), but capitals the sources never held are byte pieces to the model
     assert record.warnings("THE CAT SLEEPS.") == [
-        "characters never seen in training (spelt as byte pieces the model never learnt): H E C A S L P"
+        "characters never seen in training (spelt as byte pieces the model never learnt): H E C A S L P",
+        "3 of 3 words never seen in training or never so written (THE, CAT, SLEEPS): "
+        "the translation is unlikely to mean anything",
     ]
     assert record.warnings("The cat sees a bird.")[-1] == "words never seen in training: a, bird"  # after b, i, r
     mostly = record.warnings("A bird sees the fish")[-1]
@@ -92,6 +94,7 @@ def test_a_lower_cased_model_warns_of_capitals_and_emoji_and_lower_cases_its_inp
     messages = record.warnings("I have a cat 🐱")
     assert messages[0] == "the model trained on lower-case sources only: the input is lower-cased"
     assert "🐱" in messages[1] and "never seen" in messages[1]
+    assert record.prepared("İ have a cat") == "i have a cat" and record.unseen_characters("İ have a cat") == []
     kept = TrainingRecord(**{**record.__dict__, "is_lowercase": False})  # translate.py --keep-case
     assert kept.unseen_characters("I have a cat 🐱") == ["I", "🐱"]
     again = TrainingRecord.from_state(record.to_state())
@@ -132,3 +135,42 @@ def test_a_loaded_config_never_chooses_where_the_record_is_cached(tmp_path, monk
     record = rebuild_record(loaded)
     assert record is not None and record.num_pairs == 50
     assert list((ours / "records").glob("*.json")) and not theirs.exists()  # nothing written where the file said
+
+
+# a cased corpus as one comes: capitalised sentences, words in capitals (every capital letter
+# seen, so only the words can tell), five words at most
+CASED = [
+    "I love Greek food!",
+    "Where is the train station?",
+    "The UN meets in Geneva.",
+    "The station is old.",
+    "Its code: ABCDEFGHIJKLMNOPQRSTUVWXYZ.",
+]
+
+
+def test_capitals_training_never_wrote_a_word_in_are_named_and_an_ordinary_sentence_warns_of_nothing():
+    """The word check is case-folded, the model is not: "I LOVE GREEK FOOD!" used to pass it
+    and come out as nonsense with nothing said."""
+    record = TrainingRecord.from_sentences(CASED, "en", "el", "parallel")
+    for ordinary in ("I love Greek food.", "Where is the UN station?", "the train is old", "The UN meets."):
+        assert record.warnings(ordinary) == [], ordinary
+    (shouted,) = record.warnings("I LOVE GREEK FOOD!")
+    assert shouted.startswith("3 of 4 words never seen in training or never so written (LOVE, GREEK, FOOD)")
+    assert "unlikely to mean anything" in shouted
+    assert "unlikely to mean anything" in record.warnings("WHERE IS THE TRAIN STATION?")[0]
+    (one,) = record.warnings("The train station is OLD.")
+    assert one.startswith("words written in a case the training sources never used for them") and one.endswith(": OLD")
+    assert record.unseen_cases("I love gReek food, UN") == ["gReek"]  # mixed case too; UN was written so
+    assert "unlikely to mean anything" in record.warnings("LOVE LOVE LOVE food")[0]  # each time it is written
+    assert TrainingRecord.from_state(record.to_state()) == record
+
+
+def test_a_sentence_far_longer_than_any_training_source_says_so():
+    record = TrainingRecord.from_sentences(CASED, "en", "el", "parallel")
+    assert record.longest_source == 5
+    assert record.warnings("The station is old the train is old the station") == []  # 10 words: twice
+    long = " ".join(["The train station is old."] * 4)
+    (note,) = record.warnings(long)
+    assert note.startswith("20 words, far longer than the longest training source (5 words)")
+    older = TrainingRecord(**{**record.__dict__, "longest_source": None, "odd_cases": None})  # an older checkpoint
+    assert older.warnings(long) == [] and older.warnings("I LOVE GREEK FOOD!") == []

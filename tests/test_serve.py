@@ -29,7 +29,7 @@ from helpers.checkpoints import SRC, build_checkpoint  # noqa: E402
 
 from minitrans.core.decoding_options import DecodingOptions  # noqa: E402
 from minitrans.inference.coverage import TrainingRecord  # noqa: E402
-from minitrans.inference.lines import translate_lines  # noqa: E402
+from minitrans.inference.lines import CUT_OUTPUT, translate_lines  # noqa: E402
 from minitrans.inference.translator import Translator  # noqa: E402
 from minitrans.serve.app import Limits, ServedModel, create_app  # noqa: E402
 
@@ -368,9 +368,10 @@ def test_each_translation_is_the_python_apis_line_result_in_the_jsonl_schema(rec
 def test_the_api_names_words_the_model_has_not_seen_as_translate_py_does(recorded):
     with TestClient(create_app([recorded])) as client:
         answer = post(client, sentences=[SRC[0], "ein zebra liest ein buch ."]).json()["models"][0]
-    assert answer["translations"][0]["warnings"] == [] and answer["translations"][0]["unseen_words"] == []
-    assert answer["translations"][1]["unseen_words"] == ["zebra"]
-    assert answer["warnings"] == ["sentence 2: words never seen in training: zebra"]
+    uncut = [w for w in answer["warnings"] if not w.endswith(CUT_OUTPUT)]  # an untrained model may run to the limit
+    assert [w for w in answer["translations"][0]["warnings"] if w != CUT_OUTPUT] == []
+    assert answer["translations"][0]["unseen_words"] == [] and answer["translations"][1]["unseen_words"] == ["zebra"]
+    assert uncut == ["sentence 2: words never seen in training: zebra"]
 
 
 def test_info_and_the_page_say_the_language_direction(recorded, client):

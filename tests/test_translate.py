@@ -309,6 +309,22 @@ def test_script_files_and_attention_pictures(script, run, translator, tmp_path, 
     assert sorted(p.name for p in tmp_path.glob("a.*.png")) == ["a.1.png", "a.3.png"]
 
 
+def test_attention_prints_the_file_it_writes_and_refuses_a_folder_or_format_it_cannot(script, run, tmp_path, capsys):
+    """Without a suffix matplotlib wrote ``attn.png`` while ``attention: attn`` was printed;
+    onto a folder it wrote ``FOLDER.png`` beside it, and an unknown suffix was a traceback
+    after the translation."""
+    assert script.main([str(run), SRC[0], "--attention", str(tmp_path / "attn")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    printed = [Path(line.removeprefix("attention: ")) for line in err if line.startswith("attention: ")]
+    assert printed == [tmp_path / "attn.png"] and printed[0].is_file()
+    (tmp_path / "maps").mkdir()
+    for target, reason in (("maps", "it is a folder"), ("attn.v2", "cannot draw .v2 files")):
+        assert script.main([str(run), SRC[0], "--attention", str(tmp_path / target)]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and reason in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attn.png", "maps"]
+
+
 def test_the_length_penalty_defaults_to_the_runs_own(script, tmp_path, monkeypatch, capsys):
     """No --length-penalty: the one the run's own test was scored with (trainer.length_penalty,
     which a recipe may tune); the flag overrides it."""
@@ -495,7 +511,10 @@ def test_many_input_lines_get_one_progress_bar_and_one_summary_of_unseen_words(
     err = stderr.getvalue()
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
     assert warnings == [
-        "warning: 203 of 205 lines hold words never seen in training (word, lines): who (203), zebra (3), und (3)"
+        "warning: 203 of 205 lines hold characters never seen in training (character, lines): o (203)",
+        "warning: 203 of 205 lines hold words never seen in training (word, lines): who (203), zebra (3), und (3)",
+        "warning: 3 of 205 lines are mostly words never seen in training: their translations are unlikely to mean "
+        "anything: lines 201, 202, 203",
     ]
     bars = err.split("\r")
     assert any("translate: 100%" in bar and "205/205" in bar for bar in bars)  # one bar, counting lines
@@ -513,6 +532,62 @@ def test_a_few_lines_still_get_their_warnings_line_by_line(script, copier, run, 
         "warning: line 2: characters never seen in training (spelt as byte pieces the model never learnt): o",
         "warning: line 2: words never seen in training: who",
     ]
+
+
+def recorded_copier(copier, monkeypatch, sources=SRC) -> Translator:
+    """The copy model behind every checkpoint, with the record of a corpus of ``sources``."""
+    from minitrans.inference.coverage import TrainingRecord
+
+    record = TrainingRecord.from_sentences(sources, "de", "en", "multi30k")
+    recorded = Translator(copier.model, copier.tokenizer, 32, torch.device("cpu"), record=record)
+    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(lambda cls, path, device: recorded))
+    return recorded
+
+
+def test_eleven_lines_keep_the_lower_casing_notice_and_the_unseen_characters(
+    script, copier, run, tmp_path, monkeypatch, capsys
+):
+    """Past ten lines the lower-casing notice and the never-seen characters used to vanish
+    (eleven lines: nothing on stderr); they are summarised instead, naming the lines."""
+    recorded_copier(copier, monkeypatch)  # SRC is lower-case: the model lower-cases its input
+    lines = ["Ein mann fährt fahrrad ."] * 9 + [SRC[1], "ein mann fährt fahrrad €", SRC[2]]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert script.main([str(run), "-i", str(tmp_path / "in.txt")]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 12
+    assert captured.err.splitlines() == [
+        "warning: 9 of 12 lines were lower-cased (the model trained on lower-case sources only): "
+        "lines 1, 2, 3, 4, 5, 6, 7, 8, 9",
+        "warning: 1 of 12 lines hold characters never seen in training (character, lines): € (1)",
+    ]
+
+
+def test_a_translation_cut_by_the_output_limit_says_so_in_text_mode(script, copier, run, monkeypatch, capsys):
+    """Only ``--format jsonl`` used to tell (``"is_finished": false``)."""
+    recorded_copier(copier, monkeypatch)
+    assert script.main([str(run), SRC[0], "--max-output-len", "3"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("\n") == 1
+    assert captured.err.splitlines() == [
+        "warning: line 1: the translation was cut by the output-length limit before it ended: it is incomplete"
+    ]
+    many = [SRC[0]] * 11 + [SRC[1]]
+    assert script.main([str(run), *many, "--max-output-len", "3"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: 12 of 12 lines (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12): the translation was cut by the "
+        "output-length limit before it ended: it is incomplete"
+    ]
+
+
+def test_ordinary_sentences_warn_of_nothing(script, copier, run, monkeypatch, capsys):
+    """The warnings about what training never showed stay silent where it did show it."""
+    recorded_copier(copier, monkeypatch)
+    for flags in ([], ["--format", "jsonl"], ["--beam", "3"]):
+        assert script.main([str(run), SRC[0], "zwei hunde spielen .", *flags]) == 0
+        captured = capsys.readouterr()
+        assert captured.err == "" and captured.out.count("\n") == 2
+    assert script.main([str(run), *SRC, *SRC]) == 0  # the summary of many lines too
+    assert capsys.readouterr().err == ""
 
 
 def test_a_reference_longer_than_the_model_is_scored_with_a_warning(script, run, tmp_path, capsys):

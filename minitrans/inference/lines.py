@@ -12,8 +12,9 @@ the total length as beam search would. A line that is one sentence is translated
 it stands.
 
 Warnings travel as data (plain strings, without the line number; the command line and the web
-app add it and print them): a sentence cut to the model's ``max_len``, and words never seen in
-training (:mod:`minitrans.inference.coverage`). Nothing here raises a Python warning.
+app add it and print them): a sentence cut to the model's ``max_len``, a translation cut by the
+output-length limit before it ended, and what the input holds that training never showed the
+model (:mod:`minitrans.inference.coverage`). Nothing here raises a Python warning.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from dataclasses import asdict, dataclass, field
 
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.base import GREEDY, BaseTranslator, Translation
+from minitrans.inference.coverage import Notice
 from minitrans.inference.decoding import length_normalizer
 from minitrans.inference.translator import require_model
+
+CUT_OUTPUT = "the translation was cut by the output-length limit before it ended: it is incomplete"
 
 
 @dataclass
@@ -36,11 +40,13 @@ class LineResult:
     hypotheses: list[Translation]  # best first; [] for a blank line
     unseen_words: list[str] | None  # words never seen in training; None: coverage unknown
     warnings: list[str]  # every warning: the notes below, then the unseen words'
-    notes: list[str] = field(default_factory=list)  # the warnings that are not about unseen words
-    # (a cut sentence): what a summary over many lines still reports line by line
+    notes: list[str] = field(default_factory=list)  # the warnings not about what training showed
+    # (a cut sentence, a cut translation): what a summary over many lines reports by message
     sentence_translations: list[Translation | None] = field(default_factory=list)  # per sentence,
     # its best translation (None: it gave none), as joined into the hypotheses: what attention
     # maps are drawn for (``translate.py --attention``); not part of the JSON
+    notices: list[Notice] = field(default_factory=list)  # the coverage warnings of its sentences
+    # as notices, each of a kind: what a summary over many lines groups; not part of the JSON
 
     @property
     def text(self) -> str:
@@ -148,11 +154,15 @@ def translate_lines(
         start += len(group)
         pieces = [translator.tokenizer.src_pieces(src_ids[i][:-1]) for i in indices]
         offsets = [sum(len(p) for p in pieces[:j]) for j in range(len(pieces))]
-        line_notes, line_coverage = [], []
+        line_notes, line_coverage, line_notices = [], [], []
         for j, i in enumerate(indices):
             name = f"sentence {j + 1}: " if len(group) > 1 else ""
             line_notes += [name + note for note in notes[i]]
-            line_coverage += [name + note for note in (record.warnings(flat[i]) if record is not None else [])]
+            if described[i] and not described[i][0].is_finished:  # text mode shows no other sign of it
+                line_notes.append(name + CUT_OUTPUT)
+            found = record.notices(flat[i]) if record is not None else []
+            line_notices += found
+            line_coverage += [name + notice.message for notice in found if notice.message is not None]
         results.append(
             LineResult(
                 source=line,
@@ -163,6 +173,7 @@ def translate_lines(
                 warnings=[*line_notes, *line_coverage],
                 notes=line_notes,
                 sentence_translations=[described[i][0] if described[i] else None for i in indices],
+                notices=line_notices,
             )
         )
     return results
@@ -237,4 +248,4 @@ def score_lines(
     return results
 
 
-__all__ = ["LineResult", "ScoredLine", "join", "score_lines", "split_sentences", "translate_lines"]
+__all__ = ["CUT_OUTPUT", "LineResult", "ScoredLine", "join", "score_lines", "split_sentences", "translate_lines"]

@@ -2,7 +2,7 @@
 arguments, ``--input FILE``, a pipe, else an interactive prompt), translate them through the
 line path (:func:`~minitrans.inference.lines.translate_lines`: sentence splitting, the
 lower-casing notice, unseen words) in chunks counted on a progress bar, print each line's notes
-as ``warning:`` lines on stderr (over many lines, the unseen words as one summary), and write
+as ``warning:`` lines on stderr (over many lines, one summary line per kind of warning), and write
 the output lines in the format asked for. ``--score-reference`` scores given translations
 instead; ``--info`` describes the model.
 
@@ -25,7 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
+from minitrans.core.checkpoint_folder import resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, run_length_penalty
+from minitrans.core.protected import output_problem
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.inference.base import BaseTranslator
@@ -33,7 +35,8 @@ from minitrans.inference.lines import LineResult, score_lines, translate_lines
 from minitrans.inference.loading import load_translator
 from minitrans.inference.translator import require_model
 
-SUMMARY_LINES = 10  # more input lines than this: unseen words summarised, not named line by line
+SUMMARY_LINES = 10  # more input lines than this: warnings summarised, not repeated line by line
+SUMMARY_NAMED = 20  # words, characters or line numbers a summary names before "and N more"
 PROGRESS_CHUNK = 64  # lines translated between two updates of the progress bar
 NO_RECORD = "this checkpoint holds no record of its training data (it predates them): unseen words cannot be named"
 
@@ -140,24 +143,44 @@ def translate_with_progress(
     return results
 
 
+def _listed(items: Sequence[object]) -> str:
+    """The first :data:`SUMMARY_NAMED` items, then how many more there are."""
+    shown = ", ".join(map(str, items[:SUMMARY_NAMED]))
+    return shown + (f", and {len(items) - SUMMARY_NAMED} more" if len(items) > SUMMARY_NAMED else "")
+
+
 def report_warnings(results: list[LineResult]) -> None:
-    """Each line's warnings on stderr; for more than :data:`SUMMARY_LINES` lines, the unseen
-    words as one summary (word -> the number of lines holding it), the other warnings by line."""
+    """Each line's warnings on stderr; for more than :data:`SUMMARY_LINES` lines, one line per
+    warning instead: a note (a cut sentence or translation) with the lines it concerns, and each
+    kind of coverage warning with the lines holding it and what it names (word -> the number of
+    lines naming it). Nothing a short input would be told is left out."""
     if len(results) <= SUMMARY_LINES:
         for number, result in enumerate(results, 1):
             print_warnings(result.warnings, f"line {number}: ")
         return
+    total = len(results)
+    by_note: dict[str, list[int]] = {}
+    kinds: dict[str, tuple[str, list[int], Counter[str]]] = {}  # kind -> (label, lines, item counts)
     for number, result in enumerate(results, 1):
-        print_warnings(result.notes, f"line {number}: ")
-    counts = Counter(word for result in results for word in result.unseen_words or [])
-    if counts:
-        lines = sum(bool(result.unseen_words) for result in results)
-        shown = ", ".join(f"{word} ({count})" for word, count in counts.most_common(20))
-        more = f", and {len(counts) - 20} more" if len(counts) > 20 else ""
-        print(
-            f"warning: {lines} of {len(results)} lines hold words never seen in training (word, lines): {shown}{more}",
-            file=sys.stderr,
-        )
+        for note in dict.fromkeys(result.notes):
+            by_note.setdefault(note, []).append(number)
+        named: dict[str, dict[str, None]] = {}  # kind -> its items in this line, each once
+        for notice in result.notices:
+            named.setdefault(notice.kind, {}).update(dict.fromkeys(notice.items))
+            kinds.setdefault(notice.kind, (notice.label, [], Counter()))
+        for kind, items in named.items():
+            kinds[kind][1].append(number)
+            kinds[kind][2].update(list(items))
+    for note, numbers in by_note.items():
+        where = f"line {numbers[0]}" if len(numbers) == 1 else f"{len(numbers)} of {total} lines ({_listed(numbers)})"
+        print_warnings([note], f"{where}: ")
+    for kind, (label, numbers, counts) in kinds.items():
+        if counts:
+            named_items = _listed([f"{item} ({count})" for item, count in counts.most_common()])
+            print_warnings([f"{len(numbers)} of {total} lines {kind} ({label}, lines): {named_items}"])
+        else:
+            where = "" if len(numbers) == total else f": lines {_listed(numbers)}"
+            print_warnings([f"{len(numbers)} of {total} lines {kind}{where}"])
 
 
 def score_references(translator: BaseTranslator, sentences: list[str], args: argparse.Namespace) -> list[str]:
@@ -203,12 +226,62 @@ def decoding_options(args: argparse.Namespace) -> DecodingOptions:
     )
 
 
+def _stdin_descriptor() -> int | None:
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # closed, or replaced by an object without one
+        return None
+
+
+def attention_path(path: str) -> Path:
+    """The file ``--attention PATH`` names, as it will be written (and printed): without a
+    suffix, a PNG (matplotlib would add ``.png`` itself); a folder or a format matplotlib cannot
+    write is refused (InputError) before anything is translated."""
+    from matplotlib.backend_bases import FigureCanvasBase  # only when pictures are asked for
+
+    found = Path(path)
+    if found.is_dir():
+        raise InputError(f"--attention {path}: it is a folder; give a file name inside it (e.g. {found / 'attn.png'})")
+    if not found.suffix:
+        return found.with_name(found.name + ".png")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if found.suffix[1:].lower() not in formats:
+        raise InputError(f"--attention {path}: cannot draw {found.suffix} files; end it in one of {', '.join(formats)}")
+    return found
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read or written, an ``-o`` or ``--attention`` path that is one
+    of the command's inputs, a checkpoint or a file of a run's record
+    (:func:`~minitrans.core.protected.output_problem`). Raises InputError, one line."""
+    inputs = [(args.checkpoint, "the model translated with")]
+    try:  # a run folder: the checkpoint it translates with (a hard link to it elsewhere is it too)
+        inputs.append((resolve_checkpoint(args.checkpoint), "the model translated with"))
+    except (CheckpointError, OSError):
+        pass  # an export's folder, or nothing there: its own check names it
+    if args.input and args.input != "-":
+        inputs.append((args.input, "the input"))
+    elif not args.sentences and not args.info:
+        descriptor = _stdin_descriptor()  # translate.py RUN -o f < f
+        if descriptor is not None:
+            inputs.append((descriptor, "the input"))
+    if args.score_reference:
+        inputs.append((args.score_reference, "the translations to score"))
+    for flag, path in (("-o", args.output), ("--attention", args.attention)):
+        problem = output_problem(path, inputs, flag) if path else None
+        if problem is not None:
+            raise InputError(problem)
+
+
 def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
     """The whole command for parsed options (see ``scripts/translate.py``); the exit code.
     ``draw`` draws the maps that ``--attention`` asks for."""
     if args.attention and draw is None:
         raise ValueError("--attention needs a function that draws the maps")
     try:
+        if args.attention:
+            args.attention = attention_path(args.attention)
+        check_outputs(args)
         if args.output and Path(args.output).is_dir():
             raise InputError(f"cannot write {args.output}: it is a folder; give a file name inside it")
         if args.output and not Path(args.output).resolve().parent.is_dir():
@@ -262,6 +335,7 @@ __all__ = [
     "NO_RECORD",
     "PROGRESS_CHUNK",
     "SUMMARY_LINES",
+    "SUMMARY_NAMED",
     "interactive",
     "read_input",
     "report_warnings",

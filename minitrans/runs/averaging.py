@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint
-from minitrans.core.checkpoint_folder import CheckpointFolder
+from minitrans.core.protected import output_problem
 from minitrans.core.saved_config import EVALUATION_ONLY, normalized_model
 
 DERIVED = ("d_k", "d_v", "d_attention")  # model keys the config fills in from others (d_k = d_model / heads)
@@ -45,21 +45,11 @@ def _difference(first: dict[str, Any], other: dict[str, Any]) -> str | None:
 
 def check_output(inputs: Sequence[str | Path], output: str | Path) -> None:
     """Refuse, before anything is read or written, an output that would replace one of the
-    inputs or a file a run owns: its ``checkpoints/{last,best,averaged}.pt`` (``last.pt`` may be
-    the run's only resumable state) or a kept ``step_*.pt``. Raises CheckpointError, one line."""
-    output = Path(output)
-    target = output.resolve()
-    for path in inputs:
-        path = Path(path)
-        same = target == path.resolve() or (output.exists() and path.exists() and output.samefile(path))
-        if same:
-            raise CheckpointError(f"-o {output}: it is one of the checkpoints to average; name a new file")
-    owned = target.name in CheckpointFolder.PREFERENCE or target.match(CheckpointFolder.STEP_PATTERN)
-    if owned and (target.parent.name == "checkpoints" or (target.parent / CheckpointFolder.LAST).is_file()):
-        raise CheckpointError(
-            f"-o {output}: {target.name} belongs to the run in {CheckpointFolder.run_folder_of(target)} "
-            "(its training writes it); name a file outside the run's checkpoints/ (e.g. RUN/avg.pt)"
-        )
+    inputs or a file a run owns (:func:`minitrans.core.protected.output_problem`: its
+    ``checkpoints/``, whose ``last.pt`` may be the run's only resumable state). Raises CheckpointError, one line."""
+    problem = output_problem(output, [(path, "one of the checkpoints to average") for path in inputs])
+    if problem is not None:
+        raise CheckpointError(problem)
 
 
 def average_checkpoints(paths: Sequence[str | Path]) -> dict[str, Any]:

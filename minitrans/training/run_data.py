@@ -26,7 +26,7 @@ from minitrans.data.corpus import PreparedCorpus, describe, overlap_warnings, pr
 from minitrans.data.token_ids import TokenIds
 from minitrans.data.tokenize import tokenize_corpus, tokenize_pairs
 from minitrans.data.tokenizer import Tokenizer
-from minitrans.inference.coverage import TrainingRecord
+from minitrans.inference.coverage import RECORD_VERSION, TrainingRecord
 
 log = logging.getLogger(__name__)
 SEEN_COLUMN = "seen_in_train"  # a test split's column: its source sentence is a training source too
@@ -67,7 +67,8 @@ def train_tokenizer(cfg: DataConfig, corpus: PreparedCorpus) -> Tokenizer:
 def training_record(cfg: DataConfig, corpus: PreparedCorpus) -> TrainingRecord:
     """The source word forms of the training split (for the translator's unseen-word warnings),
     counted once per prepared corpus and cached beside it: a million sentences take seconds."""
-    path = Path(cfg.cache_dir).expanduser() / "records" / f"{corpus.key}-{cfg.src_lang}.json"
+    name = f"{corpus.key}-{cfg.src_lang}-v{RECORD_VERSION}.json"  # a record of an older version is counted again
+    path = Path(cfg.cache_dir).expanduser() / "records" / name
     digests = corpus.report["digests"]  # the pairs themselves: what evaluation and resuming check against
     try:
         return replace(TrainingRecord(**json.loads(path.read_text(encoding="utf-8"))), data_digests=digests)
