@@ -7,13 +7,15 @@ corpus is regenerated from its seed; a folder of files (data=parallel, Multi30k)
 (Multi30k: else data/multi30k); a split the run held out of training is drawn again exactly.
 Reports BLEU (cased, detokenised; sacrebleu's tokenizer for the target language: zh, ja-mecab,
 ko-mecab, else 13a, or --bleu-tokenize), chrF and lower-cased
-BLEU, and BLEU by source length; writes {split}.beam{K}.hyp.txt and .json into --out, by
-default RUN/eval/, where RUN is the run folder (for a .pt file inside RUN/checkpoints/, that
-RUN; else the file's folder), and where compare.py finds them. The name says what was scored:
-a checkpoint other than best.pt, a length penalty or output ratio other than the default, and
---limit (when it cuts the split) and --bleu-tokenize each add a part
-(test.beam5.averaged.lp1.first10.tok13a.json), so
-a report is only ever replaced by one of the same thing. A folder written by
+BLEU, and BLEU by source length. It decodes as the run's own test evaluation did (its
+trainer.length_penalty and trainer.max_output_ratio) unless --length-penalty or
+--max-output-ratio say otherwise, and then says so in a ``note:`` line. Writes NAME.hyp.txt and
+NAME.json into --out, by default RUN/eval/, where RUN is the run folder (for a .pt file inside
+RUN/checkpoints/, that RUN; else the file's folder), and where compare.py finds them. NAME says
+everything that changes the figure: the split, the beam, a checkpoint other than best.pt, the
+length penalty (beam search only), the output ratio, BLEU's tokenizer, ``spaces`` for
+--keep-spaces, and --limit when it cuts the split (test.beam5.averaged.lp1.ratio1.5.tok13a.first10),
+so a report is only ever replaced by one of the same thing. A folder written by
 scripts/export.py is scored through CTranslate2 and gets its own eval/. A progress bar on
 stderr counts the sentences translated (--no-progress hides it). Thin by design: the options
 are parsed here, the command is :mod:`minitrans.runs.evaluate_command`. The library (and torch,

@@ -180,11 +180,16 @@ def test_script_prints_the_table_and_fails_clearly_without_runs(sweep, tmp_path,
     assert "no summary.json under" in capsys.readouterr().err
 
 
-def write_eval(run: Path, split: str, beam: int, bleu: float, sentences: int = 82, limit: int | None = None) -> None:
-    """What evaluate.py writes into RUN/eval/."""
+def write_eval(
+    run: Path, split: str, beam: int, bleu: float, sentences: int = 82, limit: int | None = None, name=None, **fields
+) -> None:
+    """What evaluate.py writes into RUN/eval/ (``fields``: length_penalty, bleu_tokenize ...), as
+    ``name``.json (default: the split and beam, as it named them before names said more)."""
     report = {"split": split, "beam": beam, "sentences": sentences, "limit": limit, "bleu": bleu, "chrf": bleu + 20}
+    report |= {"length_penalty": 0.6, "max_output_ratio": 1.5, "bleu_tokenize": "13a"} | fields
     (run / "eval").mkdir(exist_ok=True)
-    (run / "eval" / f"{split}.beam{beam}.json").write_text(json.dumps(report))
+    name = name or f"{split}.beam{beam}{f'.first{limit}' if limit else ''}"
+    (run / "eval" / f"{name}.json").write_text(json.dumps(report))
 
 
 def test_evaluate_results_reach_the_table_and_steps_read_like_parameters(tmp_path):
@@ -196,10 +201,36 @@ def test_evaluate_results_reach_the_table_and_steps_read_like_parameters(tmp_pat
     (a / "eval" / "broken.json").write_text("{")  # skipped, not fatal
     runs, _ = find_runs([tmp_path])
     lines = comparison_table(runs).strip().splitlines()
-    assert lines[0].endswith("| test BLEU, beam 1 (evaluate.py) | test BLEU, beam 5 (evaluate.py) |")
+    assert lines[0].endswith(
+        "| BLEU of evaluate.py's test.beam1.ratio1.5.tok13a | BLEU of evaluate.py's test.beam5.lp0.6.ratio1.5.tok13a |"
+    )
     assert lines[2].endswith("| 29.50 (n=10) | 31.25 |")  # a --limit run says so
     assert lines[3].endswith("| – | 12.00 |")
     assert "| 123,456 | 3,000 |" in lines[2]
+
+
+def test_reports_made_differently_each_get_a_column_that_names_them(tmp_path):
+    """A char-tokenised report, one with cut outputs and the plain one of the same split and
+    beam are three figures: each in its own column, named by what made it, none shown as another."""
+    a = write_run(tmp_path / "a", summary())
+    write_eval(a, "test", 5, 1.94, name="test.beam5.tokchar", bleu_tokenize="char")
+    write_eval(a, "test", 5, 0.47, name="test.beam5.lp0.6", max_output_ratio=0.1)  # the run's own lp was 2
+    write_eval(a, "test", 5, 0.70)
+    write_eval(a, "test", 5, 0.31, name="test.beam5.averaged", checkpoint=str(a / "checkpoints" / "averaged.pt"))
+    write_eval(a, "test", 5, 0.52, name="test.beam5.lp2", length_penalty=2.0)
+    write_eval(a, "test", 1, 0.66, length_penalty=2.0)  # greedy: the length penalty changes nothing
+    table = comparison_table(find_runs([tmp_path])[0]).strip().splitlines()
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    row = [cell.strip() for cell in table[2].strip("|").split("|")]
+    shown = {name: value for name, value in zip(header, row) if name.startswith("BLEU of evaluate.py's ")}
+    assert shown == {
+        "BLEU of evaluate.py's test.beam5.lp0.6.ratio1.5.tokchar": "1.94",
+        "BLEU of evaluate.py's test.beam5.lp0.6.ratio0.1.tok13a": "0.47",
+        "BLEU of evaluate.py's test.beam5.lp0.6.ratio1.5.tok13a": "0.70",
+        "BLEU of evaluate.py's test.beam5.averaged.lp0.6.ratio1.5.tok13a": "0.31",
+        "BLEU of evaluate.py's test.beam5.lp2.ratio1.5.tok13a": "0.52",
+        "BLEU of evaluate.py's test.beam1.ratio1.5.tok13a": "0.66",
+    }
 
 
 def test_each_model_kind_keeps_its_colour_across_plots(tmp_path):

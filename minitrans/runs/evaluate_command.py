@@ -1,8 +1,10 @@
 """What ``scripts/evaluate.py`` does once its options are parsed: load the model and the split
 of its own corpus, translate the split (a progress bar counting sentences), score it with
 sacrebleu (BLEU, chrF, lower-cased BLEU, BLEU on the sources unseen in training, BLEU by source
-length), and write ``{name}.hyp.txt`` and ``{name}.json`` (:func:`report_name`) into the run's
-``eval/`` folder or ``--out``, printing a summary.
+length), and write ``{name}.hyp.txt`` and ``{name}.json`` (:func:`~minitrans.runs.run_set.report_name`:
+named by everything that changes the figure) into the run's ``eval/`` folder or ``--out``,
+printing a summary. It decodes as the run's own test evaluation did (its length penalty and
+output ratio) unless told otherwise, and then says so in one ``note:`` line each.
 
 A source cut to the model's ``max_len`` is named as the library returns it
 (:meth:`~minitrans.inference.base.BaseTranslator.cut_notes`), numbered as in the split, one
@@ -18,8 +20,8 @@ from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
-from minitrans.core.decoding_options import DecodingOptions, run_length_penalty
-from minitrans.core.metrics import bleu_by_length, corpus_scores
+from minitrans.core.decoding_options import DecodingOptions, fill_run_decoding
+from minitrans.core.metrics import SEGMENTING, bleu_by_length, bleu_tokenizer, corpus_scores
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split, seen_in_training
 from minitrans.inference.base import BaseTranslator
@@ -29,28 +31,9 @@ from minitrans.inference.decoding import best_ids
 from minitrans.inference.hf_folder import WEIGHTS, is_hf_export
 from minitrans.inference.loading import load_translator
 from minitrans.runs.evaluation import bleu_settings, keeps_cjk_spaces, unseen_scores
+from minitrans.runs.run_set import report_name
 
 PROGRESS_CHUNK = 128  # sentences translated between two updates of the progress bar
-
-
-def report_name(
-    split: str, checkpoint: Path, options: DecodingOptions, limit: int | None, size: int, bleu_tokenize: str | None
-) -> str:
-    """The file name (without suffix) of a report: the split and beam, then whatever differs
-    from a full-split evaluation of best.pt with the default length penalty and output ratio
-    and BLEU tokenised as the target language asks (an explicit --bleu-tokenize adds a part)."""
-    parts = [split, f"beam{options.beam_size}"]
-    if checkpoint.suffix == ".pt" and checkpoint.stem != "best":
-        parts.append(checkpoint.stem)
-    if options.length_penalty != DecodingOptions.length_penalty:
-        parts.append(f"lp{options.length_penalty:g}")
-    if options.max_output_ratio != DecodingOptions.max_output_ratio:
-        parts.append(f"ratio{options.max_output_ratio:g}")
-    if limit is not None and limit < size:
-        parts.append(f"first{limit}")
-    if bleu_tokenize is not None:
-        parts.append(f"tok{bleu_tokenize}")
-    return ".".join(parts)
 
 
 def translate_with_progress(
@@ -111,11 +94,13 @@ def print_report(report: dict) -> None:
         f"[tokenize {report['bleu_tokenize']}]"
     )
     if "seen_in_train" in report:
-        unseen = report.get("unseen", {"sentences": 0, "bleu": float("nan")})
-        print(
-            f"  {report['seen_in_train']} of {sentences} sources also occur in training: "
-            f"BLEU {unseen['bleu']:.2f} on the {unseen['sentences']} unseen ones"
+        unseen = report.get("unseen")
+        rest = (
+            f"BLEU {unseen['bleu']:.2f} on the {unseen['sentences']:,} unseen ones"
+            if unseen
+            else "none is unseen, so none measures translation rather than recall"
         )
+        print(f"  {report['seen_in_train']:,} of {sentences:,} sources also occur in training: {rest}")
     for bucket in report["by_length"]:
         print(f"  source {bucket['bucket']:>6} words: BLEU {bucket['bleu']:6.2f}  ({bucket['count']} sentences)")
 
@@ -124,10 +109,18 @@ def run(args: argparse.Namespace) -> int:
     """The whole command for parsed options (see ``scripts/evaluate.py``); the exit code."""
     try:
         translator, checkpoint, sources, references, split = load_model_and_split(args)
+        tgt_lang, tokenize = bleu_settings(translator.run_config)
+        tokenize = bleu_tokenizer(tgt_lang, args.bleu_tokenize or tokenize)  # the name the report carries
+        if args.keep_spaces and tokenize not in SEGMENTING:
+            raise ValueError(
+                f"--keep-spaces changes nothing here: it keeps a pre-segmented target's spaces from "
+                f"{' or '.join(SEGMENTING)}, and this BLEU is tokenised with {tokenize}, which keeps every space"
+            )
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    args.length_penalty = run_length_penalty(args.length_penalty, translator.run_config)
+    for note in fill_run_decoding(args, translator.run_config):  # the run's own decoding, unless told otherwise
+        print(f"note: {note}", file=sys.stderr)
     size = len(sources)
     sources, references = sources[: args.limit], references[: args.limit]
     seen = seen_sources(translator.config, split, sources, args.data_root)
@@ -137,8 +130,6 @@ def run(args: argparse.Namespace) -> int:
     hypotheses, cut = translate_with_progress(translator, sources, not args.no_progress, options)
     for i, note in cut.items():
         print(f"warning: sentence {i + 1} has {note}", file=sys.stderr)
-    tgt_lang, tokenize = bleu_settings(translator.run_config)
-    tokenize = args.bleu_tokenize or tokenize
     keep = args.keep_spaces or keeps_cjk_spaces(translator.run_config)
     report = {
         "checkpoint": str(checkpoint),
@@ -148,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         "beam": args.beam,
         "length_penalty": args.length_penalty,
         "max_output_ratio": args.max_output_ratio,
+        "keep_spaces": keep,
         **corpus_scores(hypotheses, references, tgt_lang, tokenize, keep),
         **unseen_scores(hypotheses, references, seen, tgt_lang, tokenize, keep),
         "by_length": bleu_by_length(
@@ -155,7 +147,16 @@ def run(args: argparse.Namespace) -> int:
         ),
     }
     out_dir = args.out if args.out is not None else CheckpointFolder.run_folder_of(checkpoint) / "eval"
-    name = report_name(split, checkpoint, options, args.limit, size, args.bleu_tokenize)
+    name = report_name(
+        split,
+        args.beam,
+        checkpoint,
+        args.length_penalty,
+        args.max_output_ratio,
+        report["bleu_tokenize"],
+        keep,
+        args.limit if args.limit is not None and args.limit < size else None,
+    )
     hyp_path, json_path = out_dir / f"{name}.hyp.txt", out_dir / f"{name}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -169,4 +170,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["PROGRESS_CHUNK", "print_report", "report_name", "run", "seen_sources", "translate_with_progress"]
+__all__ = ["PROGRESS_CHUNK", "print_report", "run", "seen_sources", "translate_with_progress"]
