@@ -309,3 +309,58 @@ def test_a_split_seen_whole_in_training_prints_no_nan(capsys):
     print_report(report | {"bleu_tokenize": "13a", "seen_in_train": 3, "by_length": []})
     out = capsys.readouterr().out
     assert "nan" not in out and "3 of 3 sources also occur in training: none is unseen" in out
+
+
+@pytest.fixture()
+def generated_run(tmp_path) -> tuple[Path, list[str]]:
+    """An untrained run of a small generated corpus, and its test references."""
+    data = DataConfig(name="generated", num_train=50, num_valid=10, num_test=30, corpus_seed=7)
+    run = tmp_path / "run"
+    build_cased_checkpoint(run / "checkpoints" / "best.pt", data)
+    references = [tgt for _, tgt in generate_corpus(num_train=50, num_valid=10, num_test=30, seed=7)["test"]]
+    return run, references
+
+
+def test_two_hypothesis_files_get_the_paired_interval_and_a_verdict(evaluate, generated_run, tmp_path, capsys):
+    run, references = generated_run
+    good, cut = tmp_path / "good.txt", tmp_path / "cut.txt"
+    good.write_text("".join(r + "\n" for r in references), encoding="utf-8")
+    cut.write_text("".join(" ".join(r.split()[:2]) + "\n" for r in references), encoding="utf-8")
+    assert evaluate([str(run), "--hypotheses", str(cut), str(good), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert f"{good}: test (30 sentences): BLEU 100.00" in out
+    assert f"paired bootstrap (1,000 resamples), {good} minus {cut}:" in out
+    lines = [line.strip() for line in out.splitlines() if line.strip().startswith(("BLEU", "chrF"))]
+    assert len(lines) == 2 and all("95 % interval +" in line and ": larger than chance" in line for line in lines)
+    assert evaluate([str(run), "--hypotheses", str(cut), str(cut), "--device", "cpu"]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith(("BLEU", "chrF"))]
+    assert len(lines) == 2 and all(": +0.00," in line and "not larger than chance" in line for line in lines)
+    assert not (run / "eval").exists()  # scoring files writes nothing
+
+
+def test_two_runs_are_each_evaluated_and_then_tested_against_each_other(evaluate, generated_run, capsys):
+    run, _ = generated_run
+    assert evaluate([str(run), str(run), "--beam", "2", "--device", "cpu"]) == 0  # a run against itself
+    out = capsys.readouterr().out
+    assert out.count("wrote ") == 2 and f"{run} minus {run}:" in out
+    lines = [line.strip() for line in out.splitlines() if line.strip().startswith(("BLEU", "chrF"))]
+    assert len(lines) == 2 and all("p = 1.000: not larger than chance" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (lambda run, tmp: ["--hypotheses", str(tmp / "short.txt")], "has 1 lines for the 30 sentences of test"),
+        (lambda run, tmp: ["--hypotheses", str(tmp / "none.txt")], "none.txt: no such file"),
+        (lambda run, tmp: [str(run), "--out", str(tmp / "o")], "--out with a second run"),
+        (lambda run, tmp: [str(tmp / "nowhere")], "nowhere: no such file or folder"),
+        (lambda run, tmp: [str(run), "--hypotheses", str(tmp / "short.txt")], "a second run or --hypotheses"),
+    ],
+)
+def test_what_cannot_be_paired_is_one_error_line(evaluate, generated_run, tmp_path, capsys, extra, message):
+    run, _ = generated_run
+    (tmp_path / "short.txt").write_text("one line\n", encoding="utf-8")
+    assert evaluate([str(run), *extra(run, tmp_path), "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+    assert not (run / "eval").exists()
