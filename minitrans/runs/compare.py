@@ -23,6 +23,8 @@ its p-value, and whether it is larger than chance.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,18 +77,28 @@ def best_trial(sweep: Path, runs: Sequence[Run]) -> tuple[Run, str] | None:
     return ranked[0], train_command(overrides)
 
 
+@functools.lru_cache(maxsize=8)
+def _references(data: str, split: str) -> tuple[tuple[str, ...], str]:
+    """A split's references and name for a run's ``data`` config (JSON): a sweep's runs share
+    one corpus, read once."""
+    from minitrans.data.corpus import load_run_split  # the corpus reader: only once there are runs to pair
+
+    _, references, name = load_run_split({"data": json.loads(data)}, split)
+    return tuple(references), name
+
+
 def _test_set(run: Run, split: str | None) -> tuple[str, list[str], list[str], tuple] | str:
     """The run's test split name, references, translations and BLEU settings (target language,
     tokenizer, kept spaces); or why they cannot be read."""
     from minitrans.core.metrics import bleu_tokenizer
-    from minitrans.data.corpus import load_run_split  # the corpus reader: only once there are runs to pair
 
     name = split or next(iter(run.summary.test_splits), "test")
     path = run.folder / TRANSLATIONS / f"{name}.hyp.txt"
     if not path.is_file():
         return f"no {TRANSLATIONS}/{name}.hyp.txt"
     try:
-        _, references, name = load_run_split(run.summary.config, name)
+        references, name = _references(json.dumps(run.summary.config.get("data", {}), sort_keys=True), name)
+        references = list(references)
         hypotheses = path.read_text(encoding="utf-8").split("\n")[:-1]  # one line each, as the trainer wrote them
     except (ValueError, OSError, KeyError, TypeError) as error:
         return f"its test split cannot be read ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
