@@ -189,7 +189,10 @@ def run(args: argparse.Namespace) -> int:
     if other is not None and files:
         problem = "give a second run or --hypotheses, not both"
     elif other is not None and args.out is not None:
-        problem = "--out with a second run would write both reports under one name: leave it out (each run gets its own eval/)"
+        problem = (
+            "--out with a second run would write both reports under one name: leave it out "
+            "(each run gets its own eval/)"
+        )
     elif other is not None and not Path(other).exists():
         problem = f"{other}: no such file or folder"
     if problem is not None:

@@ -1,8 +1,8 @@
 """A set of finished runs, as ``compare.py`` finds them: each run's ``summary.json`` (written by
 the trainer at the end of a run) and the results ``evaluate.py`` left in its ``eval/`` folder
-(named by :func:`report_name`, ``test.beam5.lp0.6.ratio1.5.tok13a.json``); sweep jobs that left no summary, with the reason their log gives;
-a short label per run; and the language pair of each, so that runs of different pairs are never
-compared as if they were one experiment."""
+(named by :func:`report_name`, ``test.beam5.lp0.6.ratio1.5.tok13a.json``); sweep jobs that left
+no summary, with the reason their log gives; a short label per run; and the language pair of
+each, so that runs of different pairs are never compared as if they were one experiment."""
 
 from __future__ import annotations
 
