@@ -15,7 +15,8 @@ DESCRIPTION = "Compare finished runs: a Markdown table of their scores, and plot
 EPILOG = """\
 writes, into the sweep folder (or --out):
   comparison.md       one row per run: size, steps, training time, valid and test BLEU/chrF,
-                      and a column per evaluate.py result found in RUN/eval/ (e.g. beam 5)
+                      and a column per kind of evaluate.py report found in RUN/eval/,
+                      headed by its name (test.beam5.lp0.6.ratio1.5.tok13a)
   heads_dk_bleu.png   test BLEU over num_heads x d_k, with each cell's parameter count,
                       when the runs vary them
   heads_matched_bleu.png

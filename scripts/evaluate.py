@@ -1,5 +1,5 @@
 """Score a trained model on a split of its corpus with sacrebleu:
-``python scripts/evaluate.py RUN_OR_CHECKPOINT --split test [--beam 5] [--length-penalty 0.6]``.
+``python scripts/evaluate.py RUN_OR_CHECKPOINT [OTHER] --split test [--beam 5] [--length-penalty 0.6]``.
 
 The corpus comes from the run's own configuration (stored in the checkpoint): the generated
 corpus is regenerated from its seed; a folder of files (data=parallel, Multi30k) or a
@@ -7,13 +7,18 @@ corpus is regenerated from its seed; a folder of files (data=parallel, Multi30k)
 (Multi30k: else data/multi30k); a split the run held out of training is drawn again exactly.
 Reports BLEU (cased, detokenised; sacrebleu's tokenizer for the target language: zh, ja-mecab,
 ko-mecab, else 13a, or --bleu-tokenize), chrF and lower-cased
-BLEU, and BLEU by source length; writes {split}.beam{K}.hyp.txt and .json into --out, by
-default RUN/eval/, where RUN is the run folder (for a .pt file inside RUN/checkpoints/, that
-RUN; else the file's folder), and where compare.py finds them. The name says what was scored:
-a checkpoint other than best.pt, a length penalty or output ratio other than the default, and
---limit (when it cuts the split) and --bleu-tokenize each add a part
-(test.beam5.averaged.lp1.first10.tok13a.json), so
-a report is only ever replaced by one of the same thing. A folder written by
+BLEU, and BLEU by source length. It decodes as the run's own test evaluation did (its
+trainer.length_penalty and trainer.max_output_ratio) unless --length-penalty or
+--max-output-ratio say otherwise, and then says so in a ``note:`` line. Writes NAME.hyp.txt and
+NAME.json into --out, by default RUN/eval/, where RUN is the run folder (for a .pt file inside
+RUN/checkpoints/, that RUN; else the file's folder), and where compare.py finds them. NAME says
+everything that changes the figure: the split, the beam, a checkpoint other than best.pt, the
+length penalty (beam search only), the output ratio, BLEU's tokenizer, ``spaces`` for
+--keep-spaces, and --limit when it cuts the split (test.beam5.averaged.lp1.ratio1.5.tok13a.first10),
+so a report is only ever replaced by one of the same thing. Given a second model (OTHER), both
+are evaluated on the first's split, and sacrebleu's paired bootstrap gives the BLEU and chrF
+difference (second minus first), its 95 % interval, its p-value and whether it is larger than
+chance; ``--hypotheses A.txt B.txt`` does the same for two files of translations of the split. A folder written by
 scripts/export.py is scored through CTranslate2 and gets its own eval/. A progress bar on
 stderr counts the sentences translated (--no-progress hides it). Thin by design: the options
 are parsed here, the command is :mod:`minitrans.runs.evaluate_command`. The library (and torch,
@@ -34,6 +39,19 @@ from minitrans.core.textio import plain_truncation_warnings
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="evaluate.py", description="BLEU and chrF of a checkpoint on a split.")
     parser.add_argument("checkpoint", help="a run folder, a .pt checkpoint or a CTranslate2 export (scripts/export.py)")
+    parser.add_argument(
+        "other",
+        nargs="?",
+        help="a second model, evaluated on the same split: then sacrebleu's paired bootstrap says whether "
+        "its BLEU and chrF differ from the first's by more than chance",
+    )
+    parser.add_argument(
+        "--hypotheses",
+        nargs="+",
+        metavar="FILE",
+        help="score one or two files of translations (one line per sentence of the split) instead of "
+        "translating; two get the paired bootstrap of the second against the first; nothing is written",
+    )
     parser.add_argument(
         "--split", default="test", help="split name; train/valid/test name the run's own (default test)"
     )
@@ -66,6 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
+    if args.hypotheses is not None and len(args.hypotheses) > 2:
+        parser.error(f"argument --hypotheses: one or two files, got {len(args.hypotheses)}")
     if args.bleu_tokenize is not None:  # checked here: sacrebleu is imported only once --help is past
         from minitrans.core.metrics import BLEU_TOKENIZERS
 

@@ -180,11 +180,16 @@ def test_script_prints_the_table_and_fails_clearly_without_runs(sweep, tmp_path,
     assert "no summary.json under" in capsys.readouterr().err
 
 
-def write_eval(run: Path, split: str, beam: int, bleu: float, sentences: int = 82, limit: int | None = None) -> None:
-    """What evaluate.py writes into RUN/eval/."""
+def write_eval(
+    run: Path, split: str, beam: int, bleu: float, sentences: int = 82, limit: int | None = None, name=None, **fields
+) -> None:
+    """What evaluate.py writes into RUN/eval/ (``fields``: length_penalty, bleu_tokenize ...), as
+    ``name``.json (default: the split and beam, as it named them before names said more)."""
     report = {"split": split, "beam": beam, "sentences": sentences, "limit": limit, "bleu": bleu, "chrf": bleu + 20}
+    report |= {"length_penalty": 0.6, "max_output_ratio": 1.5, "bleu_tokenize": "13a"} | fields
     (run / "eval").mkdir(exist_ok=True)
-    (run / "eval" / f"{split}.beam{beam}.json").write_text(json.dumps(report))
+    name = name or f"{split}.beam{beam}{f'.first{limit}' if limit else ''}"
+    (run / "eval" / f"{name}.json").write_text(json.dumps(report))
 
 
 def test_evaluate_results_reach_the_table_and_steps_read_like_parameters(tmp_path):
@@ -196,10 +201,36 @@ def test_evaluate_results_reach_the_table_and_steps_read_like_parameters(tmp_pat
     (a / "eval" / "broken.json").write_text("{")  # skipped, not fatal
     runs, _ = find_runs([tmp_path])
     lines = comparison_table(runs).strip().splitlines()
-    assert lines[0].endswith("| test BLEU, beam 1 (evaluate.py) | test BLEU, beam 5 (evaluate.py) |")
+    assert lines[0].endswith(
+        "| BLEU of evaluate.py's test.beam1.ratio1.5.tok13a | BLEU of evaluate.py's test.beam5.lp0.6.ratio1.5.tok13a |"
+    )
     assert lines[2].endswith("| 29.50 (n=10) | 31.25 |")  # a --limit run says so
     assert lines[3].endswith("| – | 12.00 |")
     assert "| 123,456 | 3,000 |" in lines[2]
+
+
+def test_reports_made_differently_each_get_a_column_that_names_them(tmp_path):
+    """A char-tokenised report, one with cut outputs and the plain one of the same split and
+    beam are three figures: each in its own column, named by what made it, none shown as another."""
+    a = write_run(tmp_path / "a", summary())
+    write_eval(a, "test", 5, 1.94, name="test.beam5.tokchar", bleu_tokenize="char")
+    write_eval(a, "test", 5, 0.47, name="test.beam5.lp0.6", max_output_ratio=0.1)  # the run's own lp was 2
+    write_eval(a, "test", 5, 0.70)
+    write_eval(a, "test", 5, 0.31, name="test.beam5.averaged", checkpoint=str(a / "checkpoints" / "averaged.pt"))
+    write_eval(a, "test", 5, 0.52, name="test.beam5.lp2", length_penalty=2.0)
+    write_eval(a, "test", 1, 0.66, length_penalty=2.0)  # greedy: the length penalty changes nothing
+    table = comparison_table(find_runs([tmp_path])[0]).strip().splitlines()
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    row = [cell.strip() for cell in table[2].strip("|").split("|")]
+    shown = {name: value for name, value in zip(header, row) if name.startswith("BLEU of evaluate.py's ")}
+    assert shown == {
+        "BLEU of evaluate.py's test.beam5.lp0.6.ratio1.5.tokchar": "1.94",
+        "BLEU of evaluate.py's test.beam5.lp0.6.ratio0.1.tok13a": "0.47",
+        "BLEU of evaluate.py's test.beam5.lp0.6.ratio1.5.tok13a": "0.70",
+        "BLEU of evaluate.py's test.beam5.averaged.lp0.6.ratio1.5.tok13a": "0.31",
+        "BLEU of evaluate.py's test.beam5.lp2.ratio1.5.tok13a": "0.52",
+        "BLEU of evaluate.py's test.beam1.ratio1.5.tok13a": "0.66",
+    }
 
 
 def test_each_model_kind_keeps_its_colour_across_plots(tmp_path):
@@ -216,8 +247,8 @@ def test_each_model_kind_keeps_its_colour_across_plots(tmp_path):
 
 
 def test_a_truncated_summary_is_skipped_with_a_reason_and_alone_is_one_error_line(tmp_path, capsys):
-    good = write_run(tmp_path / "sweep" / "0_a", summary(bleu=12.0))
-    bad = write_run(tmp_path / "sweep" / "1_b", None)
+    good = write_run(tmp_path / "sweep" / "a", summary(bleu=12.0))
+    bad = write_run(tmp_path / "sweep" / "b", None)
     (bad / "summary.json").write_text(json.dumps(summary())[:40])  # cut mid-write by a full disk, say
     runs, skipped = find_runs([tmp_path / "sweep"])
     assert [run.folder for run in runs] == [good]
@@ -253,8 +284,8 @@ def with_value(key: str, value) -> dict:
     ],
 )
 def test_a_summary_of_the_wrong_shape_is_skipped_with_a_reason_not_a_traceback(tmp_path, capsys, key, value):
-    good = write_run(tmp_path / "sweep" / "0_a", summary(bleu=12.0))
-    bad = write_run(tmp_path / "sweep" / "1_b", with_value(key, value))
+    good = write_run(tmp_path / "sweep" / "a", summary(bleu=12.0))
+    bad = write_run(tmp_path / "sweep" / "b", with_value(key, value))
     result = compare([tmp_path / "sweep"])
     assert [run.folder for run in result.runs] == [good]
     assert f"unreadable summary.json ({bad / 'summary.json'}: {key} is " in result.table
@@ -265,8 +296,8 @@ def test_a_null_score_is_a_missing_one():
 
 
 def test_a_summary_nested_too_deeply_is_skipped_with_a_reason(tmp_path):
-    good = write_run(tmp_path / "sweep" / "0_a", summary(bleu=12.0))
-    bad = write_run(tmp_path / "sweep" / "1_b", None)
+    good = write_run(tmp_path / "sweep" / "a", summary(bleu=12.0))
+    bad = write_run(tmp_path / "sweep" / "b", None)
     (bad / "summary.json").write_text("[" * 100_000 + "]" * 100_000)
     runs, skipped = find_runs([tmp_path / "sweep"])
     assert [run.folder for run in runs] == [good]
@@ -406,8 +437,8 @@ def test_a_fifo_as_summary_json_is_skipped_not_waited_on(tmp_path):
     import os
     import signal
 
-    good = write_run(tmp_path / "sweep" / "0_a", summary(bleu=12.0))
-    bad = write_run(tmp_path / "sweep" / "1_b", None)
+    good = write_run(tmp_path / "sweep" / "a", summary(bleu=12.0))
+    bad = write_run(tmp_path / "sweep" / "b", None)
     os.mkfifo(bad / "summary.json")  # nobody writes to it: reading it would wait forever
     signal.alarm(20)
     try:
@@ -416,3 +447,55 @@ def test_a_fifo_as_summary_json_is_skipped_not_waited_on(tmp_path):
         signal.alarm(0)
     assert [run.folder for run in runs] == [good]
     assert [job.folder for job in skipped] == [bad] and "a FIFO, not a regular file" in skipped[0].reason
+
+
+def run_with_translations(folder: Path, translate) -> Path:
+    """A run of a small generated corpus whose test translations are ``translate(reference)``."""
+    from dataclasses import asdict
+
+    from minitrans.core.config import DataConfig, TrainConfig
+    from minitrans.data.corpus import load_run_split
+
+    data = DataConfig(name="generated", num_train=50, num_valid=10, num_test=40, corpus_seed=7)
+    config = json.loads(json.dumps(asdict(TrainConfig(model={}, data=data))))
+    _, references, _ = load_run_split(config, "test")
+    write_run(folder, summary() | {"config": config})
+    (folder / "translations").mkdir()
+    (folder / "translations" / "test.hyp.txt").write_text("".join(translate(r) + "\n" for r in references))
+    return folder
+
+
+def test_compare_tests_each_run_against_the_first_by_paired_bootstrap(tmp_path, capsys):
+    """Two runs of one test set: the BLEU and chrF difference with its interval, p-value and
+    verdict; a run against a copy of itself: a difference of 0, not larger than chance."""
+    worse = run_with_translations(tmp_path / "sweep" / "a_worse", lambda ref: " ".join(ref.split()[:2]))
+    run_with_translations(tmp_path / "sweep" / "b_better", lambda ref: ref)
+    spec = importlib.util.spec_from_file_location("compare_script", ROOT / "scripts" / "compare.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main([str(tmp_path / "sweep")]) == 0
+    printed = capsys.readouterr().out
+    assert "Paired bootstrap against `transformer (a_worse)`" in printed and "40 sentences" in printed
+    lines = [line for line in printed.splitlines() if line.lstrip().startswith(("- BLEU", "- chrF"))]
+    assert len(lines) == 2 and all(": larger than chance" in line for line in lines), printed
+    assert "95 % interval +" in lines[0] and "p = 0.001" in lines[0]
+    assert "Paired bootstrap" in (tmp_path / "sweep" / "comparison.md").read_text()
+    import shutil
+
+    shutil.copytree(worse, tmp_path / "again" / "a_worse")
+    shutil.copytree(worse, tmp_path / "again" / "b_copy")
+    assert script.main([str(tmp_path / "again")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith(("- BLEU", "- chrF"))]
+    assert len(lines) == 2 and all("+0.00, 95 % interval +0.00 to +0.00" in line for line in lines)
+    assert all("not larger than chance" in line for line in lines)
+
+
+def test_runs_that_cannot_be_paired_are_named_with_the_reason(tmp_path):
+    run_with_translations(tmp_path / "sweep" / "a", lambda ref: ref)
+    other = run_with_translations(tmp_path / "sweep" / "b", lambda ref: ref)
+    (other / "translations" / "test.hyp.txt").write_text("one line\n")
+    result = compare([tmp_path / "sweep"])
+    assert "Paired bootstrap" not in result.table
+    assert any(
+        "no paired test of transformer (b)" in note and "1 lines for 40 references" in note for note in result.notes
+    )

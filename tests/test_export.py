@@ -268,7 +268,7 @@ def test_scripts_export_translate_and_evaluate_through_the_folder(exported, tmp_
                 handle.write("\n".join(lines) + "\n")
     scored = run_script("evaluate.py", str(float32), "--split", "test_2016_flickr", "--data-root", str(refs))
     assert scored.returncode == 0, scored.stderr
-    report = json.loads((float32 / "eval" / "test_2016_flickr.beam1.json").read_text())
+    report = json.loads((float32 / "eval" / "test_2016_flickr.beam1.ratio1.5.tok13a.json").read_text())
     assert report["sentences"] == 3 and "bleu" in report
 
 

@@ -65,7 +65,7 @@ def test_a_folder_of_files_trains_and_evaluates_on_its_held_out_test_split(folde
         timeout=120,
     )
     assert evaluated.returncode == 0, evaluated.stderr
-    report = json.loads((run / "eval" / "test.beam1.json").read_text())
+    report = json.loads((run / "eval" / "test.beam1.ratio1.5.tok13a.json").read_text())
     assert report["sentences"] == 8 and report["bleu"] == pytest.approx(summary["test"]["bleu"], abs=1e-6)
 
 

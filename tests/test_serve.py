@@ -197,6 +197,39 @@ def test_a_sentence_cut_to_the_models_length_comes_with_a_warning(client):
     assert len(attention["src_tokens"]) == 32  # the model's max_len
 
 
+def test_each_model_decodes_as_its_run_did_unless_a_request_says_otherwise(tmp_path):
+    """A run trained with trainer.length_penalty=2 and max_output_ratio=0.5 is served with them
+    (as translate.py translates it); a request's length penalty overrides the run's, and the
+    answer says so."""
+    from minitrans.core.checkpoint import load_checkpoint, save_checkpoint
+
+    best = build_checkpoint(tmp_path / "tuned" / "checkpoints" / "best.pt", max_len=32)
+    payload = load_checkpoint(best)
+    payload["config"]["trainer"] |= {"length_penalty": 2.0, "max_output_ratio": 0.5}
+    save_checkpoint(payload, best)
+    own = DecodingOptions(beam_size=4, length_penalty=2.0, max_output_ratio=0.5)
+    expected = Translator.from_checkpoint(best, "cpu").translate([SRC[0], SRC[2]], own)
+    with TestClient(create_app([ServedModel.load(best, "cpu")])) as client:
+        info = client.get("/info").json()["models"][0]
+        assert info["decoding"] == {"length_penalty": 2.0, "max_output_ratio": 0.5}
+        answer = post(client, sentences=[SRC[0], SRC[2]], beam=4).json()["models"][0]
+        assert [t["text"] for t in answer["translations"]] == expected
+        assert answer["decoding"] == {"beam_size": 4, "length_penalty": 2.0, "max_output_ratio": 0.5}
+        assert answer["warnings"] == []
+        told = post(client, sentences=[SRC[0]], beam=4, length_penalty=0.6).json()["models"][0]
+        assert told["decoding"]["length_penalty"] == 0.6
+        assert told["warnings"] == ["decoding with length penalty 0.6, not the run's own 2 (trainer.length_penalty)"]
+
+
+def test_a_length_penalty_that_is_not_a_number_is_named_as_such(client):
+    headers = {"content-type": "application/json"}
+    for value in (b"NaN", b"Infinity"):
+        body = b'{"sentences": ["x"], "length_penalty": ' + value + b"}"
+        response = client.post("/translate", content=body, headers=headers)
+        assert_one_line_error(response, 422, "length_penalty", "finite number")
+        assert "less than or equal" not in response.json()["error"]
+
+
 # -- errors and limits ----------------------------------------------------------------------
 def test_bad_requests_get_a_4xx_with_one_line_of_json(client):
     assert_one_line_error(client.post("/translate", json={}), 422, "sentences", "required")

@@ -333,7 +333,7 @@ def test_the_length_penalty_defaults_to_the_runs_own(script, tmp_path, monkeypat
 
     best = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt", max_len=32)
     payload = load_checkpoint(best)
-    payload["config"]["trainer"]["length_penalty"] = 1.5
+    payload["config"]["trainer"] |= {"length_penalty": 1.5, "max_output_ratio": 0.5}
     save_checkpoint(payload, best)
     used = []
     monkeypatch.setattr(
@@ -342,6 +342,8 @@ def test_the_length_penalty_defaults_to_the_runs_own(script, tmp_path, monkeypat
     for flags in ([], ["--length-penalty", "0.2"]):
         assert script.main([str(best), SRC[0], "--beam", "2", *flags]) == 0
     assert [options.length_penalty for options in used] == [1.5, 0.2]
+    assert [options.max_output_ratio for options in used] == [0.5, 0.5]  # the run's own output ratio too
+    assert "note: decoding with length penalty 0.2, not the run's own 1.5" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -622,7 +624,7 @@ def test_help_takes_under_a_cpu_second_and_imports_no_torch(name):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     loaded, seconds = done.stderr.split()
-    assert "--max-output-ratio" in done.stdout and "(default 1.5)" in done.stdout
+    assert "--max-output-ratio" in done.stdout and "1.5 for a model without" in " ".join(done.stdout.split())
     assert loaded == "False" and float(seconds) < 1.0, done.stderr
 
 

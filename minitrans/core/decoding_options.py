@@ -46,18 +46,54 @@ class DecodingOptions:
         )
 
 
+# The decoding settings a run records (trainer.*) and its own test evaluation used, with the words a note names them by
+RUN_SETTINGS = {"length_penalty": "length penalty", "max_output_ratio": "output ratio"}
+
+
+def run_settings(run_config) -> dict[str, float]:
+    """The run's own decoding settings (``trainer.length_penalty``, ``trainer.max_output_ratio``:
+    what its test evaluation used; a recipe may tune them, e.g. Multi30k's), else DecodingOptions'
+    defaults. ``run_config``: the run's TrainConfig, or None for a model that carries none."""
+    if run_config is None:
+        return {key: getattr(DecodingOptions, key) for key in RUN_SETTINGS}
+    return {key: getattr(run_config.trainer, key) for key in RUN_SETTINGS}
+
+
+def run_decoding(run_config, **told) -> tuple[dict[str, float], list[str]]:
+    """The decoding settings a tool uses: each one it was told (``length_penalty=1.0``; None =
+    not told), else the run's own (:func:`run_settings`); and one note for each told setting
+    that differs from the run's own, so that no tool decodes otherwise without saying so."""
+    own = run_settings(run_config)
+    unknown = told.keys() - own.keys()
+    if unknown:
+        raise TypeError(f"not a run's decoding setting: {', '.join(sorted(unknown))}")
+    settings = {key: told[key] if told.get(key) is not None else value for key, value in own.items()}
+    notes = [
+        f"decoding with {RUN_SETTINGS[key]} {settings[key]:g}, not the run's own {own[key]:g} (trainer.{key})"
+        for key in own
+        if run_config is not None and told.get(key) is not None and settings[key] != own[key]
+    ]
+    return settings, notes
+
+
+def fill_run_decoding(args, run_config) -> list[str]:
+    """Set ``args.length_penalty`` and ``args.max_output_ratio`` (parsed by :func:`add_decoding_flags`,
+    None when not given) to what :func:`run_decoding` decides; its notes."""
+    settings, notes = run_decoding(run_config, **{key: getattr(args, key) for key in RUN_SETTINGS})
+    for key, value in settings.items():
+        setattr(args, key, value)
+    return notes
+
+
 def run_length_penalty(flag: float | None, run_config) -> float:
-    """``--length-penalty`` when given, else the run's ``trainer.length_penalty`` (what its own
-    test evaluation used: a recipe may tune it, e.g. Multi30k's), else DecodingOptions' default.
-    ``run_config``: the run's TrainConfig, or None for a model that carries none."""
-    if flag is not None:
-        return flag
-    return run_config.trainer.length_penalty if run_config is not None else DecodingOptions.length_penalty
+    """``--length-penalty`` when given, else the run's own (:func:`run_settings`)."""
+    return run_decoding(run_config, length_penalty=flag)[0]["length_penalty"]
 
 
 def add_decoding_flags(parser) -> None:
-    """The command-line tools' --length-penalty and --max-output-ratio, with DecodingOptions'
-    defaults and the shared ranges (translate.py and evaluate.py take them alike)."""
+    """The command-line tools' --length-penalty and --max-output-ratio, None when not given (then
+    :func:`fill_run_decoding` takes the run's own), in the shared ranges (translate.py and
+    evaluate.py take them alike)."""
     parser.add_argument(
         "--length-penalty",
         type=cli_number(float, *LENGTH_PENALTY_RANGE),
@@ -68,6 +104,7 @@ def add_decoding_flags(parser) -> None:
     parser.add_argument(
         "--max-output-ratio",
         type=cli_number(float, *MAX_OUTPUT_RATIO_RANGE, low_open=True),
-        default=DecodingOptions.max_output_ratio,
-        help=f"output tokens <= ratio * source + 10 (default {DecodingOptions.max_output_ratio})",
+        default=None,
+        help="output tokens <= ratio * source + 10 (default: the run's own, trainer.max_output_ratio;"
+        f" {DecodingOptions.max_output_ratio} for a model without one)",
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checkpoint_folder import resolve_checkpoint
-from minitrans.core.decoding_options import DecodingOptions, run_length_penalty
+from minitrans.core.decoding_options import DecodingOptions, fill_run_decoding
 from minitrans.core.protected import output_problem
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.core.utils import pick_device, write_atomic
@@ -296,7 +296,8 @@ def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
         except ValueError:
             raise InputError(f"--device {args.device}: no such device on this machine") from None
         translator = load_translator(args.checkpoint, device)  # a CTranslate2 export or a checkpoint
-        args.length_penalty = run_length_penalty(args.length_penalty, translator.run_config)
+        for note in fill_run_decoding(args, translator.run_config):  # the run's own, unless told otherwise
+            print(f"note: {note}", file=sys.stderr)
         options = decoding_options(args)
         if args.keep_case:
             translator.keep_case()

@@ -14,10 +14,17 @@ pairs, each figure once per pair, ``heads_dk_bleu.en-de.png``):
     heads_matched_bleu.png  test BLEU by number of heads at a fixed h·d_k, when runs share one
     bleu_by_length.png      test BLEU by source-length bucket, one line per run
     learning_curves.png     validation loss and BLEU by step, one line per run (compare_curves)
+
+Under the table, each run's test translations (``translations/{split}.hyp.txt``, which its test
+BLEU scored) are set against the first run's of its language pair by sacrebleu's paired
+bootstrap (:mod:`minitrans.runs.significance`): the BLEU and chrF difference, its 95 % interval,
+its p-value, and whether it is larger than chance.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +41,9 @@ from minitrans.runs.compare_plots import (
 )
 from minitrans.runs.compare_table import comparison_table, eval_columns, skipped_list
 from minitrans.runs.run_set import SUMMARY, Run, Skipped, by_pair, find_runs, read_evals, run_labels
+from minitrans.runs.significance import RESAMPLES, paired_differences
+
+TRANSLATIONS = "translations"  # the trainer's hypotheses of every test split: RUN/translations/{split}.hyp.txt
 
 PLOTS = (
     ("heads_dk_bleu", plot_heads_dk, "the Transformer runs do not vary num_heads or d_k"),
@@ -67,6 +77,76 @@ def best_trial(sweep: Path, runs: Sequence[Run]) -> tuple[Run, str] | None:
     return ranked[0], train_command(overrides)
 
 
+@functools.lru_cache(maxsize=8)
+def _references(data: str, split: str) -> tuple[tuple[str, ...], str]:
+    """A split's references and name for a run's ``data`` config (JSON): a sweep's runs share
+    one corpus, read once."""
+    from minitrans.data.corpus import load_run_split  # the corpus reader: only once there are runs to pair
+
+    _, references, name = load_run_split({"data": json.loads(data)}, split)
+    return tuple(references), name
+
+
+def _test_set(run: Run, split: str | None) -> tuple[str, list[str], list[str], tuple] | str:
+    """The run's test split name, references, translations and BLEU settings (target language,
+    tokenizer, kept spaces); or why they cannot be read."""
+    from minitrans.core.metrics import bleu_tokenizer
+
+    name = split or next(iter(run.summary.test_splits), "test")
+    path = run.folder / TRANSLATIONS / f"{name}.hyp.txt"
+    if not path.is_file():
+        return f"no {TRANSLATIONS}/{name}.hyp.txt"
+    try:
+        references, name = _references(json.dumps(run.summary.config.get("data", {}), sort_keys=True), name)
+        references = list(references)
+        hypotheses = path.read_text(encoding="utf-8").split("\n")[:-1]  # one line each, as the trainer wrote them
+    except (ValueError, OSError, KeyError, TypeError) as error:
+        return f"its test split cannot be read ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
+    if len(hypotheses) != len(references):
+        return f"{path} has {len(hypotheses):,} lines for {len(references):,} references"
+    data, trainer = run.summary.config.get("data", {}), run.summary.config.get("trainer", {})
+    scoring = (
+        data.get("tgt_lang"),
+        bleu_tokenizer(data.get("tgt_lang"), trainer.get("bleu_tokenize")),
+        bool(trainer.get("bleu_keep_spaces", False)),
+    )
+    return name, references, hypotheses, scoring
+
+
+def paired_tests(runs: Sequence[Run], split: str | None = None) -> tuple[str, list[str]]:
+    """Each run's test translations against the first run's (runs of one language pair): a
+    Markdown section of sacrebleu's paired bootstrap (difference, 95 % interval, p-value, verdict)
+    and the notes on runs that cannot be paired; empty for a single run."""
+    if len(runs) < 2 or not any((run.folder / TRANSLATIONS).is_dir() for run in runs):
+        return "", []  # summaries without the runs' translations (copied alone, or written by hand)
+    labels = run_labels(runs)
+    base = _test_set(runs[0], split)
+    if isinstance(base, str):
+        return "", [f"no paired test against {labels[0]}: {base}"]
+    name, references, baseline, scoring = base
+    lines, notes = [], []
+    for run, label in zip(runs[1:], labels[1:]):
+        found = _test_set(run, split)
+        if isinstance(found, str):
+            notes.append(f"no paired test of {label}: {found}")
+        elif found[1] != references:
+            notes.append(f"no paired test of {label}: its {found[0]} split is not {labels[0]}'s {name}")
+        elif found[3] != scoring:
+            notes.append(
+                f"no paired test of {label}: its BLEU is scored as {found[3][1:]}, {labels[0]}'s as {scoring[1:]}"
+            )
+        else:
+            differences = paired_differences(baseline, found[2], references, *scoring)
+            lines += [f"- `{label}`:", *(f"  - {difference.line()}" for difference in differences)]
+    if not lines:
+        return "", notes
+    head = (
+        f"\nPaired bootstrap against `{labels[0]}` (sacrebleu, {RESAMPLES:,} resamples, {name}: "
+        f"{len(references):,} sentences; each run minus `{labels[0]}`):\n\n"
+    )
+    return head + "\n".join(lines) + "\n", notes
+
+
 def _pair_suffix(pair: str) -> str:
     return "." + pair.replace("→", "-").replace("/", "_").replace("?", "unknown")
 
@@ -94,6 +174,12 @@ def compare(paths: Sequence[str | Path], out_dir: str | Path | None = None, spli
         table += skipped_list(skipped)
     else:
         table = comparison_table(runs, skipped)
+    for pair, group in groups.items():
+        section, paired_notes = paired_tests(group, split)
+        table += (
+            section.replace("\nPaired bootstrap", f"\nPaired bootstrap ({pair})", 1) if len(groups) > 1 else section
+        )
+        notes += paired_notes
     for path in dict.fromkeys(Path(p) for p in paths if Path(p).is_dir()):  # each folder once, in order
         if (found := best_trial(path, runs)) is not None:
             run, command = found
@@ -134,6 +220,7 @@ __all__ = [
     "heads_dk_grid",
     "job_overrides",
     "line_styles",
+    "paired_tests",
     "plot_bleu_by_length",
     "plot_heads_dk",
     "plot_matched_heads",

@@ -8,18 +8,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from minitrans.runs.run_set import Run, Skipped, test_splits
+from minitrans.runs.run_set import Run, Skipped, report_key, test_splits
 
 
-def eval_columns(runs: Sequence[Run]) -> list[tuple[str, int]]:
-    """Every (split, beam) that evaluate.py scored for some run, in a stable order."""
-    found = {(report["split"], int(report["beam"])) for run in runs for report in run.evals}
-    return sorted(found)
+def eval_columns(runs: Sequence[Run]) -> list[str]:
+    """Every kind of evaluate.py report some run has (:func:`report_key`: split, beam, checkpoint,
+    length penalty, output ratio, BLEU tokenizer, kept spaces), in a stable order: one column each,
+    so that no column mixes figures made differently."""
+    return sorted({report_key(report) for run in runs for report in run.evals})
 
 
-def _eval_report(run: Run, split: str, beam: int) -> dict:
-    """The run's latest report for (split, beam); several with --limit: the most sentences."""
-    matches = [r for r in run.evals if r["split"] == split and int(r["beam"]) == beam]
+def _eval_report(run: Run, key: str) -> dict:
+    """The run's report of that kind; several with --limit: the most sentences."""
+    matches = [r for r in run.evals if report_key(r) == key]
     return max(matches, key=lambda r: r.get("sentences", 0), default={})
 
 
@@ -61,7 +62,7 @@ def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> st
     for split in splits:
         header += [f"{split} BLEU", f"{split} chrF"]
     evals = eval_columns(runs)
-    header += [f"{split} BLEU, beam {beam} (evaluate.py)" for split, beam in evals]
+    header += [f"BLEU of evaluate.py's {key}" for key in evals]  # the report's own name: what it measured
     align = ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]
     align += ["---:"] * (2 * len(splits) + len(evals))
     show_alignment = has_alignment(runs)
@@ -85,8 +86,8 @@ def comparison_table(runs: Sequence[Run], skipped: Sequence[Skipped] = ()) -> st
         for split in splits:
             scores = run.summary.test_splits.get(split) or (run.test() if split == "test" else {})
             cells += [_number(scores.get("bleu")), _number(scores.get("chrf"))]
-        for split, beam in evals:
-            report = _eval_report(run, split, beam)
+        for key in evals:
+            report = _eval_report(run, key)
             limited = f" (n={report['sentences']:,})" if report.get("limit") else ""
             cells.append(_number(report.get("bleu")) + limited)
         if show_alignment:

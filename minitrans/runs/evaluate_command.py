@@ -1,8 +1,10 @@
 """What ``scripts/evaluate.py`` does once its options are parsed: load the model and the split
 of its own corpus, translate the split (a progress bar counting sentences), score it with
 sacrebleu (BLEU, chrF, lower-cased BLEU, BLEU on the sources unseen in training, BLEU by source
-length), and write ``{name}.hyp.txt`` and ``{name}.json`` (:func:`report_name`) into the run's
-``eval/`` folder or ``--out``, printing a summary.
+length), and write ``{name}.hyp.txt`` and ``{name}.json`` (:func:`~minitrans.runs.run_set.report_name`:
+named by everything that changes the figure) into the run's ``eval/`` folder or ``--out``,
+printing a summary. It decodes as the run's own test evaluation did (its length penalty and
+output ratio) unless told otherwise, and then says so in one ``note:`` line each.
 
 A source cut to the model's ``max_len`` is named as the library returns it
 (:meth:`~minitrans.inference.base.BaseTranslator.cut_notes`), numbered as in the split, one
@@ -14,12 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
-from minitrans.core.decoding_options import DecodingOptions, run_length_penalty
-from minitrans.core.metrics import bleu_by_length, corpus_scores
+from minitrans.core.decoding_options import DecodingOptions, fill_run_decoding
+from minitrans.core.metrics import SEGMENTING, bleu_by_length, bleu_tokenizer, corpus_scores
+from minitrans.core.textio import read_sentences
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split, seen_in_training
 from minitrans.inference.base import BaseTranslator
@@ -29,28 +33,10 @@ from minitrans.inference.decoding import best_ids
 from minitrans.inference.hf_folder import WEIGHTS, is_hf_export
 from minitrans.inference.loading import load_translator
 from minitrans.runs.evaluation import bleu_settings, keeps_cjk_spaces, unseen_scores
+from minitrans.runs.run_set import report_name
+from minitrans.runs.significance import RESAMPLES, paired_differences
 
 PROGRESS_CHUNK = 128  # sentences translated between two updates of the progress bar
-
-
-def report_name(
-    split: str, checkpoint: Path, options: DecodingOptions, limit: int | None, size: int, bleu_tokenize: str | None
-) -> str:
-    """The file name (without suffix) of a report: the split and beam, then whatever differs
-    from a full-split evaluation of best.pt with the default length penalty and output ratio
-    and BLEU tokenised as the target language asks (an explicit --bleu-tokenize adds a part)."""
-    parts = [split, f"beam{options.beam_size}"]
-    if checkpoint.suffix == ".pt" and checkpoint.stem != "best":
-        parts.append(checkpoint.stem)
-    if options.length_penalty != DecodingOptions.length_penalty:
-        parts.append(f"lp{options.length_penalty:g}")
-    if options.max_output_ratio != DecodingOptions.max_output_ratio:
-        parts.append(f"ratio{options.max_output_ratio:g}")
-    if limit is not None and limit < size:
-        parts.append(f"first{limit}")
-    if bleu_tokenize is not None:
-        parts.append(f"tok{bleu_tokenize}")
-    return ".".join(parts)
 
 
 def translate_with_progress(
@@ -111,23 +97,126 @@ def print_report(report: dict) -> None:
         f"[tokenize {report['bleu_tokenize']}]"
     )
     if "seen_in_train" in report:
-        unseen = report.get("unseen", {"sentences": 0, "bleu": float("nan")})
-        print(
-            f"  {report['seen_in_train']} of {sentences} sources also occur in training: "
-            f"BLEU {unseen['bleu']:.2f} on the {unseen['sentences']} unseen ones"
+        unseen = report.get("unseen")
+        rest = (
+            f"BLEU {unseen['bleu']:.2f} on the {unseen['sentences']:,} unseen ones"
+            if unseen
+            else "none is unseen, so none measures translation rather than recall"
         )
+        print(f"  {report['seen_in_train']:,} of {sentences:,} sources also occur in training: {rest}")
     for bucket in report["by_length"]:
         print(f"  source {bucket['bucket']:>6} words: BLEU {bucket['bleu']:6.2f}  ({bucket['count']} sentences)")
 
 
-def run(args: argparse.Namespace) -> int:
-    """The whole command for parsed options (see ``scripts/evaluate.py``); the exit code."""
+@dataclass(frozen=True)
+class Scored:
+    """What a paired test needs of one system: its hypotheses, the references, and how BLEU is
+    scored (target language, tokenizer, kept spaces)."""
+
+    label: str
+    hypotheses: list[str]
+    references: list[str]
+    scoring: tuple[str | None, str, bool]
+
+
+def scoring_of(translator: BaseTranslator, args: argparse.Namespace) -> tuple[str | None, str, bool]:
+    """How this run's BLEU is scored: the target language, the tokenizer's name (--bleu-tokenize,
+    else the run's, else the language's) and whether pre-segmented CJK keeps its spaces;
+    ValueError for a --keep-spaces that would change nothing."""
+    tgt_lang, tokenize = bleu_settings(translator.run_config)
+    tokenize = bleu_tokenizer(tgt_lang, args.bleu_tokenize or tokenize)  # the name the report carries
+    if args.keep_spaces and tokenize not in SEGMENTING:
+        raise ValueError(
+            f"--keep-spaces changes nothing here: it keeps a pre-segmented target's spaces from "
+            f"{' or '.join(SEGMENTING)}, and this BLEU is tokenised with {tokenize}, which keeps every space"
+        )
+    return tgt_lang, tokenize, args.keep_spaces or keeps_cjk_spaces(translator.run_config)
+
+
+def print_paired(baseline: Scored, system: Scored) -> int:
+    """sacrebleu's paired bootstrap of ``system`` against ``baseline`` on one test set, one line
+    per metric with the verdict in words; 1 (and one error line) when the test sets differ."""
+    if baseline.references != system.references:
+        print(
+            f"error: no paired test: {system.label} was scored on other references than {baseline.label}",
+            file=sys.stderr,
+        )
+        return 1
+    if system.scoring != baseline.scoring:
+        print(f"note: both scored as {baseline.label}'s BLEU (tokenize {baseline.scoring[1]})", file=sys.stderr)
+    differences = paired_differences(baseline.hypotheses, system.hypotheses, baseline.references, *baseline.scoring)
+    print(f"paired bootstrap ({RESAMPLES:,} resamples), {system.label} minus {baseline.label}:")
+    for difference in differences:
+        print(f"  {difference.line()}")
+    return 0
+
+
+def read_hypotheses(path: str, count: int, split: str) -> list[str]:
+    """The lines of a hypothesis file, one per sentence of the split (ValueError otherwise)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--hypotheses {path}: no such file")
+    lines = read_sentences(Path(path).read_bytes(), path)
+    if len(lines) != count:
+        raise ValueError(f"--hypotheses {path} has {len(lines):,} lines for the {count:,} sentences of {split}")
+    return lines
+
+
+def score_files(args: argparse.Namespace, files: list[str]) -> int:
+    """``--hypotheses``: one or two files scored against the run's split (nothing translated,
+    nothing written), and for two, the paired test of the second against the first."""
     try:
-        translator, checkpoint, sources, references, split = load_model_and_split(args)
+        translator, _, _, references, split = load_model_and_split(args)
+        scoring = scoring_of(translator, args)
+        references = references[: args.limit]
+        systems = [Scored(path, read_hypotheses(path, len(references), split), references, scoring) for path in files]
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    args.length_penalty = run_length_penalty(args.length_penalty, translator.run_config)
+    for system in systems:
+        scores = corpus_scores(system.hypotheses, references, *scoring)
+        print(
+            f"{system.label}: {split} ({len(references):,} sentences): BLEU {scores['bleu']:.2f}  "
+            f"chrF {scores['chrf']:.2f}  [tokenize {scores['bleu_tokenize']}]"
+        )
+    return print_paired(*systems) if len(systems) == 2 else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """The whole command for parsed options (see ``scripts/evaluate.py``); the exit code. With a
+    second run (``args.other``), both are evaluated and the second tested against the first."""
+    other, files = getattr(args, "other", None), getattr(args, "hypotheses", None) or []
+    problem = None
+    if other is not None and files:
+        problem = "give a second run or --hypotheses, not both"
+    elif other is not None and args.out is not None:
+        problem = (
+            "--out with a second run would write both reports under one name: leave it out "
+            "(each run gets its own eval/)"
+        )
+    elif other is not None and not Path(other).exists():
+        problem = f"{other}: no such file or folder"
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
+    if files:
+        return score_files(args, files)
+    code, baseline = evaluate_one(argparse.Namespace(**vars(args)))
+    if code or other is None:
+        return code
+    code, system = evaluate_one(argparse.Namespace(**{**vars(args), "checkpoint": other}))
+    return code or print_paired(baseline, system)
+
+
+def evaluate_one(args: argparse.Namespace) -> tuple[int, Scored | None]:
+    """One model's evaluation and report; the exit code, and what a paired test needs."""
+    try:
+        translator, checkpoint, sources, references, split = load_model_and_split(args)
+        tgt_lang, tokenize, keep = scoring_of(translator, args)
+    except (CheckpointError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1, None
+    for note in fill_run_decoding(args, translator.run_config):  # the run's own decoding, unless told otherwise
+        print(f"note: {note}", file=sys.stderr)
     size = len(sources)
     sources, references = sources[: args.limit], references[: args.limit]
     seen = seen_sources(translator.config, split, sources, args.data_root)
@@ -137,9 +226,6 @@ def run(args: argparse.Namespace) -> int:
     hypotheses, cut = translate_with_progress(translator, sources, not args.no_progress, options)
     for i, note in cut.items():
         print(f"warning: sentence {i + 1} has {note}", file=sys.stderr)
-    tgt_lang, tokenize = bleu_settings(translator.run_config)
-    tokenize = args.bleu_tokenize or tokenize
-    keep = args.keep_spaces or keeps_cjk_spaces(translator.run_config)
     report = {
         "checkpoint": str(checkpoint),
         "split": split,
@@ -148,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         "beam": args.beam,
         "length_penalty": args.length_penalty,
         "max_output_ratio": args.max_output_ratio,
+        "keep_spaces": keep,
         **corpus_scores(hypotheses, references, tgt_lang, tokenize, keep),
         **unseen_scores(hypotheses, references, seen, tgt_lang, tokenize, keep),
         "by_length": bleu_by_length(
@@ -155,7 +242,16 @@ def run(args: argparse.Namespace) -> int:
         ),
     }
     out_dir = args.out if args.out is not None else CheckpointFolder.run_folder_of(checkpoint) / "eval"
-    name = report_name(split, checkpoint, options, args.limit, size, args.bleu_tokenize)
+    name = report_name(
+        split,
+        args.beam,
+        checkpoint,
+        args.length_penalty,
+        args.max_output_ratio,
+        report["bleu_tokenize"],
+        keep,
+        args.limit if args.limit is not None and args.limit < size else None,
+    )
     hyp_path, json_path = out_dir / f"{name}.hyp.txt", out_dir / f"{name}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -163,10 +259,19 @@ def run(args: argparse.Namespace) -> int:
         write_atomic(json_path, json.dumps(report, indent=2) + "\n")
     except OSError as error:
         print(f"error: cannot write the results: {error}", file=sys.stderr)
-        return 1
+        return 1, None
     print_report(report)
     print(f"wrote {hyp_path} and {json_path}")
-    return 0
+    return 0, Scored(str(args.checkpoint), hypotheses, references, (tgt_lang, tokenize, keep))
 
 
-__all__ = ["PROGRESS_CHUNK", "print_report", "report_name", "run", "seen_sources", "translate_with_progress"]
+__all__ = [
+    "PROGRESS_CHUNK",
+    "Scored",
+    "print_paired",
+    "print_report",
+    "run",
+    "score_files",
+    "seen_sources",
+    "translate_with_progress",
+]

@@ -1,8 +1,8 @@
 """A set of finished runs, as ``compare.py`` finds them: each run's ``summary.json`` (written by
 the trainer at the end of a run) and the results ``evaluate.py`` left in its ``eval/`` folder
-(``{split}.beam{K}.json``); sweep jobs that left no summary, with the reason their log gives;
-a short label per run; and the language pair of each, so that runs of different pairs are never
-compared as if they were one experiment."""
+(named by :func:`report_name`, ``test.beam5.lp0.6.ratio1.5.tok13a.json``); sweep jobs that left
+no summary, with the reason their log gives; a short label per run; and the language pair of
+each, so that runs of different pairs are never compared as if they were one experiment."""
 
 from __future__ import annotations
 
@@ -11,12 +11,59 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minitrans.core.decoding_options import DecodingOptions
+from minitrans.core.metrics import SEGMENTING
 from minitrans.core.saved_config import model_from_dict
 from minitrans.core.textio import read_json
 from minitrans.runs.summary import SUMMARY_FILE as SUMMARY  # noqa: F401 (compare.py names it)
 from minitrans.runs.summary import RunSummary
 
-EVAL_DIR = "eval"  # evaluate.py's results: RUN/eval/{split}.beam{K}.json
+EVAL_DIR = "eval"  # evaluate.py's results: RUN/eval/{report_name}.json
+
+
+def report_name(
+    split: str,
+    beam: int,
+    checkpoint: str | Path,
+    length_penalty: float,
+    max_output_ratio: float,
+    bleu_tokenize: str,
+    keep_spaces: bool = False,
+    first: int | None = None,
+) -> str:
+    """The name (without suffix) of an evaluate.py report, from everything that changes its
+    figure, so that a report is only ever replaced by one of the same thing and compare.py's
+    column can say which it shows: the split, the beam, a checkpoint other than best.pt, the
+    length penalty (beam search only: it cannot change a greedy choice), the output ratio, BLEU's
+    tokenizer, ``spaces`` where a segmenting tokenizer scored the target with its spaces, and
+    ``first{N}`` for a cut split: ``test.beam5.averaged.lp1.ratio1.5.tok13a.first10``."""
+    parts = [split, f"beam{beam}"]
+    checkpoint = Path(checkpoint)
+    if checkpoint.suffix == ".pt" and checkpoint.stem != "best":
+        parts.append(checkpoint.stem)
+    if beam > 1:
+        parts.append(f"lp{length_penalty:g}")
+    parts += [f"ratio{max_output_ratio:g}", f"tok{bleu_tokenize}"]
+    if keep_spaces and bleu_tokenize in SEGMENTING:
+        parts.append("spaces")
+    if first is not None:
+        parts.append(f"first{first}")
+    return ".".join(parts)
+
+
+def report_key(report: dict) -> str:
+    """What a report measured, as :func:`report_name` writes it without the ``first{N}`` of a cut
+    split (a cut and a whole split of one evaluation share a column); a report written before a
+    field was recorded takes the value evaluate.py then used."""
+    return report_name(
+        str(report["split"]),
+        int(report["beam"]),
+        str(report.get("checkpoint", "best.pt")),
+        float(report.get("length_penalty", DecodingOptions.length_penalty)),
+        float(report.get("max_output_ratio", DecodingOptions.max_output_ratio)),
+        str(report.get("bleu_tokenize", "13a")),
+        bool(report.get("keep_spaces", False)),
+    )
 
 
 @dataclass
@@ -168,4 +215,15 @@ def test_splits(runs: Sequence[Run]) -> list[str]:
     return splits
 
 
-__all__ = ["EVAL_DIR", "Run", "Skipped", "by_pair", "find_runs", "read_evals", "run_labels", "test_splits"]
+__all__ = [
+    "EVAL_DIR",
+    "Run",
+    "Skipped",
+    "by_pair",
+    "find_runs",
+    "read_evals",
+    "report_key",
+    "report_name",
+    "run_labels",
+    "test_splits",
+]

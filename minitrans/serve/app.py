@@ -9,12 +9,16 @@ heatmaps as SVG) and the API it calls:
                       heads, whether their corpus has gold alignments), the limits
     GET  /corpus      test sentences to pick (a run of the generated corpus, which has gold
                       alignments): {"split", "sentences", "models": [names with gold]}
-    POST /translate   {"sentences": [...], "beam": 1, "nbest": 1, "length_penalty": 0.6,
+    POST /translate   {"sentences": [...], "beam": 1, "nbest": 1, "length_penalty": null,
                        "attention": false, "models": null}
-                      -> {"models": [{"name", "kind", "warnings", "translations": [per sentence:
+                      -> {"models": [{"name", "kind", "decoding", "warnings", "translations": [per sentence:
                           the schema of ``translate.py --format jsonl`` (LineResult.to_json:
                           "source", "text", "hypotheses" [{"text", "score", "log_prob", ...}],
                           "unseen_words", "warnings", ...) plus "attention"]}]}
+
+Each model decodes as its run's own test evaluation did (its length penalty and output ratio,
+:func:`~minitrans.core.decoding_options.run_decoding`; /info and each answer's ``decoding`` give
+them); a request's ``length_penalty`` overrides the run's, and the answer's warnings say so.
 
 Translations come from :func:`minitrans.inference.lines.translate_lines` (each sentence taken
 whole), so the web API, the Python API and ``translate.py --format jsonl`` share one schema and
@@ -53,7 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
-from minitrans.core.decoding_options import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions, run_decoding, run_settings
 from minitrans.inference.coverage import language_name
 from minitrans.inference.lines import LineResult, translate_lines
 from minitrans.inference.translator import Translator
@@ -115,7 +119,14 @@ class ServedModel:
             },
             "attention": self.attention,
             "gold": self.gold is not None,
+            "decoding": run_settings(self.translator.run_config),  # the run's own, unless a request says otherwise
         }
+
+    def decoding(self, request: TranslateRequest) -> tuple[DecodingOptions, list[str]]:
+        """How this model decodes a request: its run's own settings where the request names none,
+        and a note for each the request changes."""
+        settings, notes = run_decoding(self.translator.run_config, length_penalty=request.length_penalty)
+        return DecodingOptions(beam_size=request.beam, **settings), notes
 
     def attention_cells(self, result: LineResult) -> int:
         """How many weights the attention maps of a translated line hold (0 without one)."""
@@ -150,7 +161,8 @@ class TranslateRequest(BaseModel):
     sentences: list[str]
     beam: int = Field(1, ge=1)
     nbest: int = Field(1, ge=1)
-    length_penalty: float = Field(DecodingOptions.length_penalty, ge=0.0, le=5.0)
+    # None: each model's own (its run's trainer.length_penalty); a finite number overrides it
+    length_penalty: float | None = Field(None, ge=0.0, le=5.0, allow_inf_nan=False)
     attention: bool = False
     models: list[str] | None = None  # names from /info; default: every model
 
@@ -198,10 +210,15 @@ def translate_all(models: Sequence[ServedModel], request: TranslateRequest, limi
     """Every chosen model's answer to a request: its translations (the ``nbest`` best, with
     their scores and warnings), and every attention map of the best when asked for, refused
     (RequestTooLarge) when they would hold more than ``limits.max_attention_cells`` weights."""
-    options = DecodingOptions(beam_size=request.beam, length_penalty=request.length_penalty)
+    decoding = {model.name: model.decoding(request) for model in models}
     found = {
         model.name: translate_lines(
-            model.translator, request.sentences, options, request.nbest, split=False, align=request.attention
+            model.translator,
+            request.sentences,
+            decoding[model.name][0],
+            request.nbest,
+            split=False,
+            align=request.attention,
         )
         for model in models
     }
@@ -212,11 +229,18 @@ def translate_all(models: Sequence[ServedModel], request: TranslateRequest, limi
                 f"the attention maps would hold {cells:,} weights; at most {limits.max_attention_cells:,} per "
                 "request (--max-attention-cells): ask for fewer or shorter sentences, one model, or no attention"
             )
-    return [answer_for(model, found[model.name], request.attention) for model in models]
+    return [answer_for(model, found[model.name], request.attention, *decoding[model.name]) for model in models]
 
 
-def answer_for(model: ServedModel, results: Sequence[LineResult], attention: bool) -> dict:
-    """One model's answer: each line's result in the shared schema, with its maps if asked."""
+def answer_for(
+    model: ServedModel,
+    results: Sequence[LineResult],
+    attention: bool,
+    options: DecodingOptions | None = None,
+    notes: Sequence[str] = (),
+) -> dict:
+    """One model's answer: each line's result in the shared schema, with its maps if asked, how
+    it decoded (``options``) and the ``notes`` on decoding otherwise than its run."""
     translator = model.translator
     translations = []
     for result in results:
@@ -239,9 +263,13 @@ def answer_for(model: ServedModel, results: Sequence[LineResult], attention: boo
     return {
         "name": model.name,
         "kind": model.kind,
+        "decoding": None
+        if options is None
+        else {key: getattr(options, key) for key in ("beam_size", "length_penalty", "max_output_ratio")},
         "translations": translations,
         "warnings": [
-            f"sentence {number}: {message}" for number, result in enumerate(results, 1) for message in result.warnings
+            *notes,
+            *(f"sentence {n}: {message}" for n, result in enumerate(results, 1) for message in result.warnings),
         ],
     }
 
