@@ -215,10 +215,12 @@ def test_each_model_decodes_as_its_run_did_unless_a_request_says_otherwise(tmp_p
         answer = post(client, sentences=[SRC[0], SRC[2]], beam=4).json()["models"][0]
         assert [t["text"] for t in answer["translations"]] == expected
         assert answer["decoding"] == {"beam_size": 4, "length_penalty": 2.0, "max_output_ratio": 0.5}
-        assert answer["warnings"] == []
+        assert [w for w in answer["warnings"] if not w.endswith(CUT_OUTPUT)] == []  # tiny model: cuts allowed
         told = post(client, sentences=[SRC[0]], beam=4, length_penalty=0.6).json()["models"][0]
         assert told["decoding"]["length_penalty"] == 0.6
-        assert told["warnings"] == ["decoding with length penalty 0.6, not the run's own 2 (trainer.length_penalty)"]
+        assert [w for w in told["warnings"] if not w.endswith(CUT_OUTPUT)] == [
+            "decoding with length penalty 0.6, not the run's own 2 (trainer.length_penalty)"
+        ]
 
 
 def test_a_length_penalty_that_is_not_a_number_is_named_as_such(client):

@@ -42,8 +42,6 @@ access, since a model and its caches are not assumed thread-safe.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,7 +51,6 @@ import torch
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
@@ -66,22 +63,17 @@ from minitrans.runs.fonts import shipped_cjk_font
 from minitrans.runs.head_roles import map_roles
 from minitrans.runs.viz import KIND_AXES, KIND_TITLES
 from minitrans.serve.gold import GOLD_SPLIT, CorpusGold
+from minitrans.serve.requests import (
+    BadRequest,
+    BodyDeadline,
+    Limits,
+    RequestTooLarge,
+    TranslateRequest,
+    check_limits,
+    first_validation_error,
+)
 
 STATIC = Path(__file__).resolve().parent / "static"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one request may ask for; each is a command-line option of scripts/serve.py."""
-
-    max_sentences: int = 32  # sentences per request
-    max_chars: int = 1000  # characters per sentence
-    max_beam: int = 16
-    max_body_bytes: int = 1_000_000
-    # attention weights in one answer, all models and sentences (each ~7 bytes of JSON): a
-    # 35-word sentence through 3+3 layers of 4 heads needs ~0.1M
-    max_attention_cells: int = 2_000_000
-    body_timeout: float = 10.0  # seconds to receive a request's whole body
 
 
 @dataclass
@@ -153,51 +145,6 @@ def run_name(path: str | Path) -> str:
     checkpoint = resolve_checkpoint(path)
     folder = CheckpointFolder.run_folder_of(checkpoint)
     return folder.name if path.is_dir() or checkpoint.stem in ("best", "last", "averaged") else checkpoint.stem
-
-
-class TranslateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    sentences: list[str]
-    beam: int = Field(1, ge=1)
-    nbest: int = Field(1, ge=1)
-    # None: each model's own (its run's trainer.length_penalty); a finite number overrides it
-    length_penalty: float | None = Field(None, ge=0.0, le=5.0, allow_inf_nan=False)
-    attention: bool = False
-    models: list[str] | None = None  # names from /info; default: every model
-
-
-class RequestTooLarge(Exception):
-    """A request over one of the :class:`Limits` (answered 413)."""
-
-
-class BadRequest(Exception):
-    """A well-formed request that cannot be served as asked (answered 422)."""
-
-
-def check_limits(request: TranslateRequest, limits: Limits) -> None:
-    if not request.sentences:
-        raise BadRequest("sentences: give at least one sentence")
-    for number, sentence in enumerate(request.sentences, 1):
-        try:
-            sentence.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is JSON but not text
-            raise BadRequest(
-                f"sentence {number} is not valid Unicode: a lone surrogate at character {exc.start + 1}"
-            ) from None
-    if len(request.sentences) > limits.max_sentences:
-        raise RequestTooLarge(
-            f"{len(request.sentences)} sentences; at most {limits.max_sentences} per request (--max-sentences)"
-        )
-    for number, sentence in enumerate(request.sentences, 1):
-        if len(sentence) > limits.max_chars:
-            raise RequestTooLarge(
-                f"sentence {number} has {len(sentence)} characters; at most {limits.max_chars} (--max-chars)"
-            )
-    if request.beam > limits.max_beam:
-        raise RequestTooLarge(f"beam {request.beam}; at most {limits.max_beam} (--max-beam)")
-    if request.nbest > request.beam:
-        raise BadRequest(f"nbest {request.nbest} is more than beam {request.beam}")
 
 
 def rounded(maps: torch.Tensor) -> list:
@@ -278,56 +225,10 @@ def error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-def first_validation_error(exc: RequestValidationError) -> str:
-    """Pydantic's first complaint as one line: ``beam: Input should be greater than or equal to 1``."""
-    errors = exc.errors()
-    if not errors:
-        return "invalid request"
-    first = errors[0]
-    if first.get("type") == "json_invalid":  # its location is a byte offset, its message "JSON decode error"
-        reason = (first.get("ctx") or {}).get("error", "")
-        return (
-            f"the request body is not valid JSON ({reason or 'cannot be parsed'}); "
-            'send an object such as {"sentences": ["a sentence"]}'
-        )
-    where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "body"
-    return f"{where}: {first.get('msg', 'invalid')}".splitlines()[0]
-
-
-class BodyDeadline:
-    """ASGI middleware: a request's whole body must arrive within ``timeout`` seconds, else 408
-    (and the server closes the connection), so that clients sending a partial body cannot hold
-    connections open. The body, capped in size by the app, is read here and replayed."""
-
-    def __init__(self, app, timeout: float) -> None:
-        self.app, self.timeout = app, timeout
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
-            return await self.app(scope, receive, send)
-        messages = []
-        try:
-            async with asyncio.timeout(self.timeout):
-                while True:
-                    message = await receive()
-                    messages.append(message)
-                    if message["type"] != "http.request" or not message.get("more_body", False):
-                        break
-        except TimeoutError:
-            body = json.dumps({"error": f"request body not received within {self.timeout:g} s"}).encode()
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": 408, "headers": [*headers, (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": body})
-            return
-
-        async def replay():
-            return messages.pop(0) if messages else await receive()
-
-        await self.app(scope, replay, send)
-
-
-def create_app(models: Sequence[ServedModel], limits: Limits = Limits()) -> FastAPI:
-    """The web app over already-loaded models (at least one; names must differ)."""
+def create_app(models: Sequence[ServedModel], limits: Limits | None = None) -> FastAPI:
+    """The web app over already-loaded models (at least one; names must differ); ``limits``:
+    :class:`Limits` (its defaults when None)."""
+    limits = limits or Limits()
     if not models:
         raise ValueError("create_app needs at least one model")
     by_name = {model.name: model for model in models}
