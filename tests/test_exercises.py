@@ -98,3 +98,10 @@ def test_the_command_lists_the_exercises_and_refuses_a_bad_command_line(tmp_path
         assert exit_info.value.code == 2
         last = capsys.readouterr().err.strip().splitlines()[-1]
         assert last.startswith("python docs/exercises/check.py: error: ") and reason in last, last
+
+
+def test_the_page_has_one_section_per_exercise_in_the_checkers_order():
+    page = (ROOT / "docs" / "exercises.md").read_text(encoding="utf-8")
+    sections = [line.removeprefix("## ") for line in page.splitlines() if line[:4] in {f"## {n}" for n in range(10)}]
+    assert sections == [f"{ex.number}. {ex.title}" for ex in checker.EXERCISES.values()]
+    assert "python docs/exercises/check.py attention my_attention.py" in page

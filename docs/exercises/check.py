@@ -463,7 +463,11 @@ def check_cross_attention(solution) -> None:
     w_q, w_k = torch.randn(d_model, heads * d_k), torch.randn(d_model, heads * d_k)
     w_v, w_o = torch.randn(d_model, heads * d_v) / 2, torch.randn(heads * d_v, d_model) / 2
     args = (y, memory, src_mask, w_q, w_k, w_v, w_o, heads)
-    got = tensor(call(solution, "cross_attention", *args), "the output")
+    misfit = (
+        ("must match the size of tensor", "scores_shape", "a tensor did not fit (the mask is (B, 1, 1, S)): the "
+         "scores should be (B, H, T, S), the queries from y and the keys and values from memory"),
+    )  # fmt: skip
+    got = tensor(call(solution, "cross_attention", *args, error_hints=misfit), "the output")
     shape(got, (b, t, d_model), "the output", {
         (b, s, d_model): ("sources_swapped", "one row per source word: the queries come from the decoder (y), "
                           "the keys and values from the encoder's memory"),
@@ -690,7 +694,7 @@ def check(name: str, solution) -> tuple[bool, str, str]:
     try:
         ex.check(solution)
     except Hint as hint:
-        return False, hint.key, f"{name}: not yet. {hint.message}"
+        return False, hint.key, f"{name}: not yet. Hint: {hint.message}"
     names = " and ".join(f"{f}()" for f in ex.functions)
     verb = "compute" if len(ex.functions) > 1 else "computes"
     return True, "pass", f"{name}: PASS. Your {names} {verb} what the notes model computes."
@@ -701,8 +705,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="python docs/exercises/check.py",
         description="Check an exercise's solution against the notes model: PASS, or a hint.",
     )
-    parser.add_argument("exercise", nargs="?", choices=list(EXERCISES), help="which exercise (see --list)")
-    parser.add_argument("solution", nargs="?", type=Path, help="your file, written from the exercise's template")
+    parser.add_argument(
+        "exercise", nargs="?", choices=list(EXERCISES), metavar="EXERCISE", help=f"one of {', '.join(EXERCISES)}"
+    )
+    parser.add_argument(
+        "solution", nargs="?", type=Path, metavar="FILE", help="your file, written from the exercise's template"
+    )
     parser.add_argument("--list", action="store_true", help="list the exercises and their templates")
     args = parser.parse_args(argv)
     if args.list:
@@ -717,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         solution = load(args.solution)
     except Hint as hint:
-        print(f"{args.exercise}: not yet. {hint.message}")
+        print(f"{args.exercise}: not yet. Hint: {hint.message}")
         return 1
     passed, _, line = check(args.exercise, solution)
     print(line)

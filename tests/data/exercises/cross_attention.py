@@ -12,8 +12,8 @@ def cross_attention(y, memory, src_mask, w_q, w_k, w_v, w_o, num_heads, **how):
     target = memory if how.get("sources_swapped") else y
     q, k, v = split(target @ w_q), split(source @ w_k), split(source @ w_v)
     scores = q @ k.transpose(-2, -1) * how.get("scale", q.shape[-1] ** -0.5)  # (B, H, T, S)
-    if how.get("sources_swapped"):
-        src_mask = None
+    if how.get("sources_swapped") and not how.get("mask_misfit"):
+        src_mask = None  # (B, 1, 1, S) would not fit scores (B, H, S, T)
     if how.get("causal"):
         src_mask = src_mask & torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
     if src_mask is not None and not how.get("src_mask_ignored"):
@@ -37,5 +37,6 @@ WRONG = {
     "scale_dk": {"cross_attention": lambda *args: cross_attention(*args, scale=1 / (args[3].shape[1] // args[7]))},
     "merge_interleaved": wrong(merge_interleaved=True),
     "sources_swapped": wrong(sources_swapped=True),
+    "scores_shape": wrong(sources_swapped=True, mask_misfit=True),
     "no_output_projection": wrong(no_output_projection=True),
 }
