@@ -101,7 +101,8 @@ def call(solution, function: str, *args, error_hints: tuple[tuple[str, str, str]
 
 
 def _where(error: Exception) -> str:
-    """ " (line N of FILE)": the deepest line of the learner's file that the error passed through."""
+    """Where the learner's file raised ``error`` (the deepest of its lines the error passed through),
+    as " (line N of FILE)"; empty when the error came from elsewhere."""
     frames = traceback.extract_tb(error.__traceback__)
     while frames and Path(frames[0].filename).resolve() == Path(__file__).resolve():
         frames = frames[1:]  # the checker's own frames, down to the call of the learner's function
@@ -580,11 +581,11 @@ def _ids(value, what: str) -> list[int]:
     if isinstance(value, Tensor):
         value = value.flatten().tolist()
     if not isinstance(value, list | tuple):
-        raise Hint("not_a_list", f"{what} should be a list of ids, got {type(value).__name__}")
+        raise Hint("not_a_list", f"{what} should return a list of ids, got {type(value).__name__}")
     try:
         return [int(token) for token in value]
     except (TypeError, ValueError):
-        raise Hint("not_a_list", f"{what} should be a list of ids (ints)") from None
+        raise Hint("not_a_list", f"{what} should return a list of ids (ints)") from None
 
 
 @exercise(8, "greedy", "Greedy decoding", "greedy_decode")
