@@ -225,19 +225,18 @@ def hold_run_dir_argument(args: list[str]) -> str | None:
     Hydra must resolve (``${...}``) is locked by the trainer (a sweep's: each job's, only)."""
     global _run_dir_lock
     from minitrans.core.checks import ConfigError
-    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down
+    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down, named_run_dir
 
-    is_sweep = any(flag in args for flag in ("-m", "--multirun"))
-    key = "hydra.sweep.dir" if is_sweep else "hydra.run.dir"
-    given = [arg.partition("=")[2] for arg in args if arg.startswith(f"{key}=")]
-    if not given:
+    named = named_run_dir(args)  # every spelling Hydra takes: ++hydra.run.dir=X, 'hydra.run.dir="X"', ...
+    if named is None:
         return None
+    key, folder = named
     try:
-        check_run_dir(given[-1], key)
-        if "${" not in given[-1]:
-            _run_dir_lock = RunLock(given[-1], key).acquire()
-            if not is_sweep:
-                hand_down(given[-1])
+        check_run_dir(folder, key)
+        if "${" not in folder:
+            _run_dir_lock = RunLock(folder, key).acquire()
+            if key == "hydra.run.dir":
+                hand_down(folder)
     except ConfigError as error:
         return str(error)
     return None
@@ -249,12 +248,12 @@ def torchrun_overrides(args: list[str]) -> list[str]:
     and only rank 0 writes Hydra's files and logs. Nothing to add for a lone process."""
     if int(os.environ.get("WORLD_SIZE", 1)) <= 1:
         return []
-    from minitrans.core.run_folder import claim_new_folder
+    from minitrans.core.run_folder import claim_new_folder, named_run_dir
     from minitrans.training import distributed
 
     info = distributed.init()
     extra = []
-    if not any(arg.startswith(("hydra.run.dir=", "hydra.sweep.dir=")) for arg in args):
+    if not any(named_run_dir(args, key) for key in ("hydra.run.dir", "hydra.sweep.dir")):
         stamp = time.strftime("%Y-%m-%d/%H-%M-%S")
         run_dir = distributed.broadcast_object(claim_new_folder(f"outputs/{stamp}") if info.is_main else None, info)
         extra += [f"hydra.run.dir={run_dir}", f"hydra.sweep.dir=multirun/{stamp}"]
