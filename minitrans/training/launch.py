@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from minitrans.core.config import TrainerConfig
@@ -90,7 +91,7 @@ def processes_for(tcfg: TrainerConfig, device: torch.device, parallel_jobs: bool
 
 
 def free_port() -> int:
-    """A TCP port nobody listens on now, for the process group's rendezvous."""
+    """A TCP port nobody listens on now (another program may take it a moment later)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -113,10 +114,14 @@ def spawn(
     before = os.environ.get("LD_PRELOAD")
     if preload is not None:  # what the spawned interpreters start with
         os.environ["LD_PRELOAD"] = preloaded(before, preload)
+    # the rendezvous store is this process's, as torchrun's agent hosts it: bound to a port the
+    # system picks and held while the processes run, so no other program can take it between
+    # choosing a port and listening on it (the processes' rank 0 would fail with EADDRINUSE)
+    store = dist.TCPStore("127.0.0.1", 0, processes, is_master=True, wait_for_workers=False)
     try:
         context = mp.start_processes(
             _worker,
-            args=(processes, free_port(), threads, logging_config, task, args),
+            args=(processes, store.port, threads, logging_config, task, args),
             nprocs=processes,
             join=False,
             start_method="spawn",
@@ -247,6 +252,7 @@ def _worker(
         LOCAL_WORLD_SIZE=str(world_size),
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
+        TORCHELASTIC_USE_AGENT_STORE="True",  # the store at MASTER_PORT is the parent's: every rank a client
     )
     torch.set_num_threads(threads)
     if rank == 0 and logging_config:
