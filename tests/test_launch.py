@@ -122,6 +122,26 @@ def test_a_port_another_program_takes_is_never_the_rendezvous(monkeypatch, capfd
     assert "EADDRINUSE" not in capfd.readouterr().err
 
 
+def aborted() -> int:
+    """A training process ended by a C library's abort(), as an allocator ends one it cannot serve."""
+    os.abort()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_PRELOAD is Linux's")
+def test_processes_that_crash_with_a_preloaded_allocator_are_told_how_to_train_without_it(capfd):
+    assert launch.spawn(aborted, (), processes=2, threads=1, preload="libc.so.6") == 128 + signal.SIGABRT
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("error:")]
+    assert line.startswith("error: training process ") and " was killed by SIGABRT (exit code 134)" in line
+    assert line.endswith(
+        "; the processes ran with the allocator libc.so.6 preloaded (trainer.allocator): "
+        "trainer.allocator=system trains without it"
+    )
+    killed = launch.failure_line([-signal.SIGKILL, 0], [0], [], preload="libc.so.6")
+    assert "allocator" not in killed  # a kill -9 or the OOM killer is no allocator's crash
+    assert "allocator" not in launch.failure_line([-signal.SIGABRT, 0], [0], [])  # none preloaded
+
+
 # scripts/train.py run with training processes that end with exit 0 and write nothing
 def test_the_line_names_the_process_whose_failure_ended_the_job(tmp_path):
     killed = launch.failure_line([1, -signal.SIGKILL], [1, 0], [])
