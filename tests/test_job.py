@@ -50,3 +50,30 @@ def test_a_write_that_names_no_file_names_both_places_it_may_have_been(tmp_path,
     assert "writing the run" not in line
     assert line.startswith(f"a write to the run folder {tmp_path / 'run'} or the cache {tmp_path} failed: ")
     assert line.endswith(f"(100 bytes free on the disk of {tmp_path})")  # one disk, said once
+
+
+def test_ranks_started_with_different_settings_are_named_each_with_its_values(monkeypatch, tiny_config):
+    """What every rank gathers at the rendezvous, here four ranks faked: the settings that
+    differ, each value with its ranks, a node's own cache folder and thread count let be."""
+    from minitrans.training import distributed
+    from minitrans.training.job import flat_settings, nodes_disagree
+
+    configs = [
+        tiny_config(f"seed={seed}", f"data.cache_dir=/node{rank}", f"trainer.num_threads={rank + 1}")
+        for rank, seed in enumerate([0, 0, 1, 0])
+    ]
+    configs[3] = tiny_config("seed=0", "model.d_ff=96", "trainer.max_steps=7", "data.cache_dir=/node3")
+    monkeypatch.setattr(distributed, "init", lambda: distributed.DistInfo(rank=0, world_size=4))
+    sent = []  # what each rank puts into the all-gather
+    monkeypatch.setattr(distributed, "all_gather_object", lambda value, info: sent.append(value) or [value] * 4)
+    assert [nodes_disagree(config) for config in configs] == [None] * 4
+    monkeypatch.setattr(distributed, "all_gather_object", lambda value, info: sent)
+    line = nodes_disagree(configs[0])
+    assert line == (
+        f"the training processes were started with different settings (model.d_ff: {configs[0].model.d_ff} on ranks "
+        f"0, 1, 2, 96 on rank 3; trainer.max_steps: {configs[0].trainer.max_steps} on ranks 0, 1, 2, 7 on rank 3; "
+        "seed: 0 on ranks 0, 1, 3, 1 on rank 2); start every node with the same command line"
+    )
+    monkeypatch.setattr(distributed, "all_gather_object", lambda value, info: [value] * 4)
+    assert nodes_disagree(configs[0]) is None
+    assert flat_settings(configs[0])["data.cache_dir"] == "/node0" and "model.d_ff" in flat_settings(configs[0])

@@ -99,6 +99,49 @@ def test_the_training_processes_start_with_the_allocator_and_the_parent_keeps_it
     assert launch.spawn(started_with_libc_preloaded, (), processes=2, threads=1) == 3  # none asked: none given
 
 
+def joined_one_group() -> int:
+    from minitrans.training import distributed
+
+    info = distributed.init()
+    return 0 if distributed.all_reduce_sum(torch.ones(1), info).item() == 2 else 3
+
+
+@pytest.mark.slow
+def test_a_port_another_program_takes_is_never_the_rendezvous(monkeypatch, capfd):
+    """A port chosen free and taken before the processes listen on it: rank 0 failed with
+    EADDRINUSE and the job ended a minute later in a traceback."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        monkeypatch.setattr(launch, "free_port", lambda: taken.getsockname()[1])
+        start = time.monotonic()
+        assert launch.spawn(joined_one_group, (), processes=2, threads=1) == 0
+    assert time.monotonic() - start < launch.GRACE_SECONDS
+    assert "EADDRINUSE" not in capfd.readouterr().err
+
+
+def aborted() -> int:
+    """A training process ended by a C library's abort(), as an allocator ends one it cannot serve."""
+    os.abort()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_PRELOAD is Linux's")
+def test_processes_that_crash_with_a_preloaded_allocator_are_told_how_to_train_without_it(capfd):
+    assert launch.spawn(aborted, (), processes=2, threads=1, preload="libc.so.6") == 128 + signal.SIGABRT
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("error:")]
+    assert line.startswith("error: training process ") and " was killed by SIGABRT (exit code 134)" in line
+    assert line.endswith(
+        "; the processes ran with the allocator libc.so.6 preloaded (trainer.allocator): "
+        "trainer.allocator=system trains without it"
+    )
+    killed = launch.failure_line([-signal.SIGKILL, 0], [0], [], preload="libc.so.6")
+    assert "allocator" not in killed  # a kill -9 or the OOM killer is no allocator's crash
+    assert "allocator" not in launch.failure_line([-signal.SIGABRT, 0], [0], [])  # none preloaded
+
+
 # scripts/train.py run with training processes that end with exit 0 and write nothing
 def test_the_line_names_the_process_whose_failure_ended_the_job(tmp_path):
     killed = launch.failure_line([1, -signal.SIGKILL], [1, 0], [])

@@ -332,3 +332,88 @@ def test_a_hub_id_offline_is_one_line_asking_for_a_local_path(tmp_path, monkeypa
 def test_languages_not_in_the_folder_name_the_ones_that_are(folder, tmp_path):
     with pytest.raises(ConfigError, match=r"data\.src_lang: no \*\.de files in \S+ \(languages present: en, fr\)"):
         prepare_corpus(config(tmp_path, root=str(folder), src_lang="de"))
+
+
+# ---- holding out by source, as the model sees the source ------------------------------------
+DE_NFC = [f"das Mädchen Nummer {i} läuft über die Straße ." for i in range(60)]
+
+
+def nfd(text: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFD", text)
+
+
+@pytest.mark.parametrize(
+    "twin",
+    [nfd, lambda text: text.replace(" ", "\u00a0", 1), lambda text: nfd(text).replace(" ", "  ")],
+    ids=["decomposed", "no-break-space", "decomposed-and-two-spaces"],
+)
+def test_a_held_out_source_leaves_training_in_every_form_the_model_reads_alike(twin, tmp_path):
+    """A corpus may hold a source composed with one translation and decomposed (or with other
+    spaces) with another: the model reads both as the same token ids, so both leave training."""
+    from minitrans.data.tokenizer import Tokenizer
+
+    root = tmp_path / "twins"
+    root.mkdir()
+    twins = [twin(text) for text in DE_NFC]
+    assert twins != DE_NFC
+    write(root / "train.de", DE_NFC + twins)
+    write(root / "train.fr", FR + [f.replace("le chien", "ce chien") for f in FR])
+    cfg = config(tmp_path, root=str(root), src_lang="de", num_valid=5, num_test=10, clean=CleanConfig(normalize=False))
+    corpus = prepare_corpus(cfg)
+    train = corpus.splits["train"]
+    tok = Tokenizer.train(train["src"], train["tgt"], vocab_size=300)
+    train_ids = {tuple(ids) for ids in tok.encode_src(train["src"])}
+    for name in ("valid", "test"):
+        assert not {tuple(ids) for ids in tok.encode_src(corpus.splits[name]["src"])} & train_ids
+        assert corpus.report["splits"][name]["sources_in_train"] == 0
+    held = corpus.report["held_out"]
+    assert held["translations_removed_from_train"] == 15
+    assert len(train) == 2 * len(DE_NFC) - 15 - 15
+
+
+def test_a_decomposed_source_of_a_training_pair_counts_as_seen(tmp_path):
+    train = datasets.Dataset.from_dict({"src": DE_NFC[:3], "tgt": FR[:3]})
+    assert seen_in_training(train, [nfd(DE_NFC[0]), DE_NFC[1].replace(" ", "\u3000"), DE_NFC[5]]).tolist() == [
+        True,
+        True,
+        False,
+    ]
+
+
+def test_a_decomposed_repeat_of_a_held_out_pair_is_a_repeat(tmp_path):
+    root = tmp_path / "repeats"
+    root.mkdir()
+    write(root / "train.de", DE_NFC + [nfd(text) for text in DE_NFC])
+    write(root / "train.fr", [nfd(text) for text in FR] + FR)
+    corpus = prepare_corpus(config(tmp_path, root=str(root), src_lang="de", num_valid=5, num_test=5))
+    held = corpus.report["held_out"]
+    assert (held["repeats_removed_from_train"], held["translations_removed_from_train"]) == (10, 0)
+
+
+def test_holding_out_every_source_of_training_is_one_config_error(tmp_path):
+    """Every pair a translation of one source (in two forms): holding it out leaves nothing."""
+    root = tmp_path / "one-source"
+    root.mkdir()
+    write(root / "train.de", [DE_NFC[0] if i % 2 else nfd(DE_NFC[0]) for i in range(30)])
+    write(root / "train.fr", FR[:30])
+    with pytest.raises(ConfigError, match=r"^data\.num_valid: holding out .*leaves no training pair") as error:
+        prepare_corpus(config(tmp_path, root=str(root), src_lang="de", num_valid=2, num_test=1))
+    assert "\n" not in str(error.value)
+
+
+def test_the_record_of_decomposed_sources_holds_the_letters_the_model_reads(tmp_path):
+    """Decomposed training sources are the composed letters to the model: a composed input has
+    no character nor word the model never saw."""
+    from minitrans.training.run_data import training_record
+
+    root = tmp_path / "decomposed"
+    root.mkdir()
+    write(root / "train.de", [nfd(text) for text in DE_NFC])
+    write(root / "train.fr", FR)
+    cfg = config(tmp_path, root=str(root), src_lang="de")
+    record = training_record(cfg, prepare_corpus(cfg))
+    assert "\u0308" not in record.characters and "ä" in record.characters
+    assert "mädchen" in record.word_counts and "ma" not in record.word_counts
+    assert record.warnings("das Mädchen läuft über die Straße .") == []

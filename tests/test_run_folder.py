@@ -243,6 +243,74 @@ def test_a_sweep_into_a_folder_in_use_is_refused_before_hydra_writes_into_it(tmp
     assert sorted(p.name for p in sweep.iterdir()) == [LOCK_NAME, HOLDER_NAME]  # no multirun.yaml, no job
 
 
+SPELLINGS = [
+    ("hydra.run.dir={}",),
+    ("++hydra.run.dir={}",),
+    ('hydra.run.dir="{}"',),
+    ("hydra.run.dir='{}'",),
+    ("hydra.run={{dir:'{}'}}",),
+    ("hydra={{run:{{dir:'{}'}}}}",),
+    ("hydra.run.dir=elsewhere", "hydra.run.dir={}"),  # the last one wins, as in Hydra
+    ("-m", "++hydra.sweep.dir={}", "model.num_heads=1,2"),
+    ("hydra.mode=MULTIRUN", 'hydra.sweep.dir="{}"'),
+    ("-m", "hydra.sweep={{dir:'{}'}}"),
+]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS, ids=[" ".join(s) for s in SPELLINGS])
+def test_every_spelling_hydra_takes_for_the_run_folder_is_refused_before_hydra_writes(spelling, tmp_path, monkeypatch):
+    """``++hydra.run.dir=X`` and a quoted ``hydra.run.dir="X"`` name the same folder as the
+    plain spelling: a folder in use is refused at once, and no folder named ``"X"`` appears."""
+    from minitrans.training.job import hold_run_dir_argument
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    key = "hydra.sweep.dir" if "sweep" in " ".join(spelling) else "hydra.run.dir"
+    with held_by_another_process(run) as pid:
+        problem = hold_run_dir_argument([arg.format(run) for arg in spelling])
+    assert problem is not None and problem.startswith(f"{key}: {run} is in use by another training process (pid {pid}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert sorted(p.name for p in run.iterdir()) == [LOCK_NAME, HOLDER_NAME]
+
+
+def test_a_quoted_run_folder_is_locked_by_its_own_name(tmp_path, monkeypatch):
+    from minitrans.core.run_folder import named_run_dir
+    from minitrans.training import job
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINITRANS_RUN_LOCK", "")  # restored after: the lock is handed down through it
+    assert job.hold_run_dir_argument(['hydra.run.dir="run"']) is None
+    try:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+        assert lock_holder(tmp_path / "run").endswith("(this process)")
+    finally:
+        job._run_dir_lock.release()
+    assert named_run_dir(["+hydra.run.dir=x"]) is None  # Hydra refuses it: the key exists
+    assert named_run_dir(["~hydra.run.dir"]) is None
+    assert named_run_dir(["hydra.run.dir=x", "hydra.sweep.dir=y"], "hydra.sweep.dir") == ("hydra.sweep.dir", "y")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spelling", ["++hydra.run.dir={}", 'hydra.run.dir="{}"'])
+def test_a_second_run_into_a_running_runs_folder_in_any_spelling_changes_nothing(spelling, tmp_path, run_train):
+    """The running run's .hydra/ (its own overrides) stays as it wrote it, and no folder named
+    with the quotes appears where the second run started."""
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- seed=1\n")
+    started = tmp_path / "elsewhere"
+    started.mkdir()
+    with held_by_another_process(run) as pid:
+        result = run_train(spelling.format(run), "seed=9", "trainer.max_steps=1", timeout=60, cwd=started)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: hydra.run.dir: {run} is in use by another training")
+    assert f"(pid {pid} on " in lines[0]
+    assert (run / ".hydra" / "overrides.yaml").read_text() == "- seed=1\n"
+    assert sorted(p.name for p in run.iterdir()) == sorted([LOCK_NAME, HOLDER_NAME, ".hydra"])
+    assert not any(started.iterdir())
+
+
 # -- sweep job folder names ----------------------------------------------------------------
 def test_a_short_job_name_is_kept_as_it_is():
     assert job_folder_name("0_model.num_heads=1") == "0_model.num_heads=1"

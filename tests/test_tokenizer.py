@@ -101,3 +101,30 @@ def test_the_targets_own_characters_survive_a_round_trip():
     # whitespace still becomes one space, as cleaning makes it, and text is composed (NFC)
     assert tok.decode_tgt(tok.encode_tgt(["der\tHund\u3000schläft"])[0]) == "der Hund schläft"
     assert tok.encode_tgt(["scha\u0308dlich"]) == tok.encode_tgt(["schädlich"])
+
+
+# one form of each: composed and decomposed letters, every kind of space, full-width forms, ZWNJ
+FORMS = ["ä", "a\u0308", "ö", "o\u0308", " ", "  ", "\u00a0", "\t", "\u3000", "\u2000", "Ａ", "A", "\u200c", "x"]
+FORMS += ["Å", "\u212b"]  # the letter and the Ångström sign, which NFC makes the letter
+
+
+def test_two_texts_with_the_same_ids_have_the_same_model_text():
+    """The key by which held-out sources leave training is the text as the model sees it:
+    whatever gives the same token ids gives the same key, and only that."""
+    import itertools
+
+    import pyarrow as pa
+
+    from minitrans.data.tokenizer import model_text, model_texts
+
+    tok = Tokenizer.train([*EN, "Mädchen Öl Ångström"], DE, vocab_size=300)
+    texts = ["".join(chars) for chars in itertools.product(FORMS, repeat=2)] + [
+        f"{a}das Ma\u0308dchen{b}" for a, b in itertools.product(FORMS, repeat=2)
+    ]
+    ids = [tuple(row) for row in tok.encode_src(texts)]
+    keys = [model_text(text) for text in texts]
+    assert model_texts(pa.array(texts)).to_pylist() == keys
+    for (ids_a, key_a), (ids_b, key_b) in itertools.combinations(zip(ids, keys), 2):
+        assert (ids_a == ids_b) == (key_a == key_b)
+    assert model_text(" scha\u0308dlich\u00a0 Hund ") == "schädlich Hund"
+    assert model_text("Ａ") != model_text("A")  # full-width forms are other token ids: another text

@@ -25,9 +25,10 @@ def settings(tiny_overrides, run: Path) -> list[str]:
     return [*tiny_overrides, *[s for s in TWO_PROCESS_RUN if s != "trainer.processes=2"], f"hydra.run.dir={run}"]
 
 
-def start_nodes(tiny_overrides, run: Path) -> list[subprocess.Popen]:
+def start_nodes(tiny_overrides, run: Path, per_node: tuple[list[str], list[str]] = ([], [])) -> list[subprocess.Popen]:
     """``torchrun --nnodes=2 --nproc_per_node=1 --node_rank=N --master_addr=127.0.0.1
-    --master_port=PORT scripts/train.py ...`` for N = 0 and 1, as each node of a cluster runs it."""
+    --master_port=PORT scripts/train.py ...`` for N = 0 and 1, as each node of a cluster runs it
+    (``per_node``: what each node's command line adds)."""
     port = free_port()
     return [
         subprocess.Popen(
@@ -42,6 +43,7 @@ def start_nodes(tiny_overrides, run: Path) -> list[subprocess.Popen]:
                 f"--master_port={port}",
                 str(TRAIN_SCRIPT),
                 *settings(tiny_overrides, run),
+                *per_node[node],
             ],
             env=script_env(),
             stdout=subprocess.PIPE,
@@ -95,3 +97,32 @@ def test_two_nodes_stop_on_sigterm_to_either_and_resume_to_the_one_node_run_bitw
     assert log.count("2 process(es)") == 3 and log.count("resumed from") == 2
     assert (run / "summary.json").read_text().count('"bleu"') >= 1
     assert_bitwise_equal(last_weights(run), last_weights(reference))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "per_node, named",
+    [
+        ((["seed=0"], ["seed=1"]), ["(seed: 0 on rank 0, 1 on rank 1)"]),
+        (
+            (["trainer.max_steps=5", "model.d_ff=64"], ["model.d_ff=96"]),
+            ["(model.d_ff: 64 on rank 0, 96 on rank 1; ", "; trainer.max_steps: 5 on rank 0, 60 on rank 1)"],
+        ),
+    ],
+    ids=["seed", "max_steps-and-d_ff"],
+)
+def test_nodes_started_with_different_settings_are_refused_in_one_line_naming_them(
+    per_node, named, tmp_path, tiny_overrides
+):
+    """Another seed on one node would shard other batch orders and train on silently; another
+    model or step count would fail inside a collective with nothing naming the cause."""
+    run = tmp_path / "apart"
+    results = finish(start_nodes(tiny_overrides, run, per_node), timeout=180)
+    for code, output in results:
+        assert code != 0, output[-3000:]
+        errors = [line for line in output.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1, output[-3000:]
+        assert errors[0].startswith("error: the training processes were started with different settings (")
+        assert all(part in errors[0] for part in named), errors[0]
+        assert errors[0].endswith("start every node with the same command line")
+    assert not (run / "checkpoints").exists()

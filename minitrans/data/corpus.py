@@ -33,12 +33,13 @@ from minitrans.data.cleaning import clean_pairs, emptied_message, normalize_text
 from minitrans.data.digest import pairs_digest
 from minitrans.data.sources import corpus_source, resolve_splits
 from minitrans.data.token_ids import remove_partial_folders, save_atomically
+from minitrans.data.tokenizer import model_texts
 
 log = logging.getLogger(__name__)
 
 # bump when preparation changes what it produces from the same inputs (2: script-weighted length
-# ratio; 3: held out by source sentence)
-PIPELINE_VERSION = 3
+# ratio; 3: held out by source sentence; 4: sources compared as the model reads them)
+PIPELINE_VERSION = 4
 # settings that shape the tokenisation, not the prepared corpus
 TOKENIZER_KEYS = ("cache_dir", "vocab_size", "spm_model_type", "joint_vocab", "spm_sample", "max_tokens")
 
@@ -148,12 +149,20 @@ def _clean_and_hold_out(cfg: DataConfig, raw: datasets.DatasetDict, roles: dict[
         rest = train.take(np.sort(order[start:]))
         # held out by source sentence: a corpus may give one source several translations (Tatoeba
         # does), and a model that trained on one of them reproduces it for the held-out other, so
-        # every training pair whose source is held out leaves training (a repeated pair among them)
-        held_sources = pa.concat_arrays([out[name].column("src").combine_chunks() for name in held])
+        # every training pair whose source is held out leaves training (a repeated pair among
+        # them). Sources compare as the model reads them: a decomposed "ä" or another space gives
+        # the same token ids, so it is the same source
+        held_sources = pa.concat_arrays([model_texts(out[name].column("src")) for name in held])
         held_pairs = pa.concat_arrays([_pair_keys(out[name]) for name in held])
-        same_source = pc.is_in(rest.column("src"), value_set=held_sources)
+        same_source = pc.is_in(model_texts(rest.column("src")), value_set=held_sources)
         same_pair = int(pc.sum(pc.is_in(_pair_keys(rest), value_set=held_pairs)).as_py() or 0)
         train = rest.filter(pc.invert(same_source))
+        if len(train) == 0:
+            raise ConfigError(
+                f"data.num_valid: holding out {' + '.join(map(str, sizes.values()))} pairs for "
+                f"{' and '.join(held)} leaves no training pair: all {len(rest):,} others translate a held-out "
+                "source; give the corpus more sources, or its own validation and test files"
+            )
         info = {
             "seed": cfg.corpus_seed,
             "pairs": sizes,
@@ -188,7 +197,7 @@ def without_bom(table: pa.Table) -> pa.Table:
 
 def seen_in_training(train: pa.Table | datasets.Dataset, split: pa.Table | datasets.Dataset | list[str]) -> np.ndarray:
     """For each pair of ``split`` (or each source sentence in a list), whether its source
-    sentence, normalised as cleaning does, is the source of a training pair (with this or
+    sentence, normalised as cleaning does and read as the model reads it, is the source of a training pair (with this or
     another translation): a model may have learnt its translation by heart."""
 
     def sources(pairs) -> pa.Array:
@@ -196,12 +205,14 @@ def seen_in_training(train: pa.Table | datasets.Dataset, split: pa.Table | datas
             return pa.array(pairs, pa.string())
         return (arrow_table(pairs) if isinstance(pairs, datasets.Dataset) else pairs).column("src").combine_chunks()
 
-    known = pc.unique(normalize_text(sources(train)))
-    return pc.is_in(normalize_text(sources(split)), value_set=known).to_numpy(zero_copy_only=False)
+    known = pc.unique(model_texts(normalize_text(sources(train))))
+    return pc.is_in(model_texts(normalize_text(sources(split))), value_set=known).to_numpy(zero_copy_only=False)
 
 
 def _pair_keys(table: pa.Table) -> pa.Array:
-    return pc.binary_join_element_wise(table.column("src"), table.column("tgt"), "\x00").combine_chunks()
+    """Each pair as the model reads it (:func:`~minitrans.data.tokenizer.model_texts`), one string."""
+    src, tgt = model_texts(table.column("src")), model_texts(table.column("tgt"))
+    return pc.binary_join_element_wise(src, tgt, "\x00")
 
 
 def describe(report: dict) -> list[str]:

@@ -12,7 +12,8 @@ so a model could never write a reference's characters. New models normalise by
 :func:`normalization_rules` instead: every whitespace character becomes a space (as cleaning
 does), nothing else changes; text is composed to NFC before SentencePiece sees it. On ASCII and
 composed Latin text (the generated corpus) this is what ``nmt_nfkc`` did, so its pieces and ids
-are unchanged. Models trained before keep the normalisation their proto holds.
+are unchanged. Models trained before keep the normalisation their proto holds. :func:`model_text` is that
+view of a text, the key by which two spellings of one sentence are one sentence.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
@@ -41,18 +44,46 @@ _SPACES = re.compile(" {2,}")  # a run of spaces in a decoded target
 
 
 @functools.cache
+def _whitespace() -> tuple[int, ...]:
+    """The code points other than the space that the rules make a space (all of whitespace is
+    in the BMP). Found when first needed, not at import (a scan of the BMP)."""
+    return tuple(c for c in range(0x10000) if c != 0x20 and (chr(c).isspace() or unicodedata.category(chr(c)) == "Zs"))
+
+
+@functools.cache
 def normalization_rules() -> str:
     """SentencePiece's rule table (code points in hex, tab, replacement): whitespace other than
-    the space becomes a space (all of it is in the BMP); every other character is kept (no NFKC,
-    which rewrites full-width forms). Built when a model is first trained, not at import (a scan
-    of the BMP)."""
-    whitespace = (c for c in range(0x10000) if c != 0x20 and (chr(c).isspace() or unicodedata.category(chr(c)) == "Zs"))
-    return "".join(f"{c:X}\t20\n" for c in whitespace)
+    the space becomes a space; every other character is kept (no NFKC, which rewrites full-width
+    forms)."""
+    return "".join(f"{c:X}\t20\n" for c in _whitespace())
 
 
 def composed(text: str) -> str:
     """``text`` in Unicode NFC (composed ä, not a + combining diaeresis), as models see it."""
     return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
+@functools.cache
+def _to_space() -> dict[int, int]:
+    return dict.fromkeys(_whitespace(), 0x20)
+
+
+def model_text(text: str) -> str:
+    """``text`` as a model trained here reads it: composed (NFC), every whitespace character a
+    space, runs of spaces one, none at either end — what SentencePiece segments. Two texts get
+    the same token ids exactly when they have the same model text, so this is the key by which
+    two spellings of one sentence (composed and decomposed, other spaces) are the same sentence."""
+    return " ".join(word for word in composed(text).translate(_to_space()).split(" ") if word)
+
+
+def model_texts(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """:func:`model_text` of each string of an Arrow column (a null stays null). Most text is
+    composed already and spaced as cleaning leaves it: only the rest is rewritten."""
+    texts = pa.array([None if text is None else composed(text) for text in column.to_pylist()], pa.string())
+    others = "".join(f"\\x{{{c:x}}}" for c in _whitespace())
+    if not pc.any(pc.match_substring_regex(texts, f"[{others}]|  |^ | $")).as_py():
+        return texts
+    return pc.utf8_trim(pc.replace_substring_regex(texts, f"[ {others}]+", " "), " ")
 
 
 def _train_model(texts: Sequence[str], vocab_size: int, model_type: str) -> bytes:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minitrans.core.languages import language_name  # re-exported: callers import it from here
+from minitrans.data.tokenizer import model_text
 
 if TYPE_CHECKING:
     from minitrans.core.config import DataConfig
@@ -36,7 +37,7 @@ MAX_FORMS = 50_000  # Multi30k English has ~10k forms: this keeps every one of a
 MAX_REBUILT_PAIRS = 100_000  # a record is rebuilt from a generated corpus of at most this many pairs (seconds)
 MOSTLY_UNSEEN = 0.5  # more than this share of a sentence's words unseen: its output means little
 FAR_LONGER = 2  # a sentence of more words than this times the longest training source: never learnt
-RECORD_VERSION = 2  # of what a record holds (a rebuilt record cached by an older version is rebuilt)
+RECORD_VERSION = 3  # of what a record holds (a rebuilt record cached by an older version is rebuilt)
 WORD = re.compile(r"\w+(?:['’-]\w+)*")  # "don't", "well-known" and "Straßenbahn" are one word each
 
 
@@ -159,6 +160,7 @@ class TrainingRecord:
 
     def notices(self, text: str) -> list[Notice]:
         """:meth:`warnings` as :class:`Notice` objects (what a summary of many lines groups)."""
+        text = model_text(text)  # as the model reads it: a decomposed "ä" is the "ä" it learnt
         notes = []
         if self.is_lowercase and self.prepared(text) != text:
             message = "the model trained on lower-case sources only: the input is lower-cased"

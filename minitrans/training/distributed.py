@@ -143,6 +143,24 @@ def all_gather_object(value: Any, info: DistInfo) -> list[Any]:
     return gathered
 
 
+def differing_settings(settings: Mapping[str, Any], info: DistInfo) -> dict[str, dict[str, list[int]]]:
+    """The settings whose values differ between the ranks: setting -> {value as written: the
+    ranks with it}, in the settings' order (empty when all agree; always in one process). One
+    all-gather of every rank's ``settings`` (a flat mapping of plain values)."""
+    gathered = all_gather_object(dict(settings), info)
+    keys = list(dict.fromkeys(key for each in gathered for key in each))
+    missing = object()
+    differ = {}
+    for key in keys:
+        values = [each.get(key, missing) for each in gathered]
+        if any(value != values[0] for value in values[1:]):
+            ranks: dict[str, list[int]] = {}
+            for rank, value in enumerate(values):
+                ranks.setdefault("(not set)" if value is missing else repr(value), []).append(rank)
+            differ[key] = ranks
+    return differ
+
+
 def gather_object(value: Any, info: DistInfo) -> list[Any] | None:
     """Every rank's ``value`` in rank order on rank 0, None on the others (a list of one in a
     single process): for what only rank 0 needs, such as the attention cards it logs."""

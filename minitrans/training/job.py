@@ -129,6 +129,10 @@ def train_job(
         device = training_device(cfg.trainer.device)
     except ConfigError as error:
         return refused(job, error, is_search)
+    if launch.under_torchrun() and (disagree := nodes_disagree(cfg)) is not None:
+        if int(os.environ.get("LOCAL_RANK", 0)) == 0:  # once on each node's console
+            print(f"error: {disagree}", file=sys.stderr)
+        raise SystemExit(2)
     before = summary_stamp(job.out_dir)  # the folder's old summary, if any: never reported as this run's
     processes = 1 if launch.under_torchrun() else launch.processes_for(cfg.trainer, device, parallel_jobs)
     if processes > 1:  # this process waits; the training processes run the job
@@ -161,6 +165,53 @@ def train_job(
         log.warning(note)
     print(summary_line(summary, job.out_dir))
     return summary.valid["bleu"]
+
+
+# settings each node may set for itself: where its cache lives, how many threads its cores take
+NODE_SETTINGS = ("data.cache_dir", "trainer.num_threads", "trainer.processes")
+SHOWN_SETTINGS = 4  # differing settings a refusal names one by one
+
+
+def flat_settings(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A configuration (dataclasses, dicts) as ``{"trainer.max_steps": 60, ...}``."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    if not isinstance(value, dict):
+        return {prefix: value}
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        flat.update(flat_settings(item, f"{prefix}{key}."))
+    return {key.rstrip("."): item for key, item in flat.items()}
+
+
+def nodes_disagree(cfg: TrainConfig) -> str | None:
+    """Under torchrun: the one-line refusal when the ranks were started with different settings
+    (another seed, ``trainer.max_steps`` or model on one node), which would train apart or fail
+    inside a collective; None when they agree (or in one process). Every rank must call it."""
+    from minitrans.training import distributed
+
+    info = distributed.init()
+    if not info.enabled:
+        return None
+    mine = {key: value for key, value in flat_settings(cfg).items() if key not in NODE_SETTINGS}
+    differ = distributed.differing_settings(mine, info)
+    if not differ:
+        return None
+
+    def values(ranks: dict[str, list[int]]) -> str:
+        return ", ".join(
+            f"{value} on rank{'s' if len(on) > 1 else ''} {', '.join(map(str, on[:3]))}{', …' if len(on) > 3 else ''}"
+            for value, on in ranks.items()
+        )
+
+    shown = "; ".join(f"{key}: {values(ranks)}" for key, ranks in list(differ.items())[:SHOWN_SETTINGS])
+    more = f"; and {len(differ) - SHOWN_SETTINGS} more" if len(differ) > SHOWN_SETTINGS else ""
+    return (
+        f"the training processes were started with different settings ({shown}{more}); "
+        "start every node with the same command line"
+    )
 
 
 def refused(job: Job, error: Exception, is_search: bool) -> None:
@@ -225,19 +276,18 @@ def hold_run_dir_argument(args: list[str]) -> str | None:
     Hydra must resolve (``${...}``) is locked by the trainer (a sweep's: each job's, only)."""
     global _run_dir_lock
     from minitrans.core.checks import ConfigError
-    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down
+    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down, named_run_dir
 
-    is_sweep = any(flag in args for flag in ("-m", "--multirun"))
-    key = "hydra.sweep.dir" if is_sweep else "hydra.run.dir"
-    given = [arg.partition("=")[2] for arg in args if arg.startswith(f"{key}=")]
-    if not given:
+    named = named_run_dir(args)  # every spelling Hydra takes: ++hydra.run.dir=X, 'hydra.run.dir="X"', ...
+    if named is None:
         return None
+    key, folder = named
     try:
-        check_run_dir(given[-1], key)
-        if "${" not in given[-1]:
-            _run_dir_lock = RunLock(given[-1], key).acquire()
-            if not is_sweep:
-                hand_down(given[-1])
+        check_run_dir(folder, key)
+        if "${" not in folder:
+            _run_dir_lock = RunLock(folder, key).acquire()
+            if key == "hydra.run.dir":
+                hand_down(folder)
     except ConfigError as error:
         return str(error)
     return None
@@ -249,12 +299,12 @@ def torchrun_overrides(args: list[str]) -> list[str]:
     and only rank 0 writes Hydra's files and logs. Nothing to add for a lone process."""
     if int(os.environ.get("WORLD_SIZE", 1)) <= 1:
         return []
-    from minitrans.core.run_folder import claim_new_folder
+    from minitrans.core.run_folder import claim_new_folder, named_run_dir
     from minitrans.training import distributed
 
     info = distributed.init()
     extra = []
-    if not any(arg.startswith(("hydra.run.dir=", "hydra.sweep.dir=")) for arg in args):
+    if not any(named_run_dir(args, key) for key in ("hydra.run.dir", "hydra.sweep.dir")):
         stamp = time.strftime("%Y-%m-%d/%H-%M-%S")
         run_dir = distributed.broadcast_object(claim_new_folder(f"outputs/{stamp}") if info.is_main else None, info)
         extra += [f"hydra.run.dir={run_dir}", f"hydra.sweep.dir=multirun/{stamp}"]
@@ -273,7 +323,9 @@ __all__ = [
     "Job",
     "claim_run_dir",
     "fail",
+    "flat_settings",
     "hold_run_dir_argument",
+    "nodes_disagree",
     "os_error_line",
     "refused",
     "report",

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from minitrans.core.config import TrainerConfig
@@ -90,7 +91,7 @@ def processes_for(tcfg: TrainerConfig, device: torch.device, parallel_jobs: bool
 
 
 def free_port() -> int:
-    """A TCP port nobody listens on now, for the process group's rendezvous."""
+    """A TCP port nobody listens on now (another program may take it a moment later)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -113,10 +114,14 @@ def spawn(
     before = os.environ.get("LD_PRELOAD")
     if preload is not None:  # what the spawned interpreters start with
         os.environ["LD_PRELOAD"] = preloaded(before, preload)
+    # the rendezvous store is this process's, as torchrun's agent hosts it: bound to a port the
+    # system picks and held while the processes run, so no other program can take it between
+    # choosing a port and listening on it (the processes' rank 0 would fail with EADDRINUSE)
+    store = dist.TCPStore("127.0.0.1", 0, processes, is_master=True, wait_for_workers=False)
     try:
         context = mp.start_processes(
             _worker,
-            args=(processes, free_port(), threads, logging_config, task, args),
+            args=(processes, store.port, threads, logging_config, task, args),
             nprocs=processes,
             join=False,
             start_method="spawn",
@@ -152,7 +157,7 @@ def spawn(
         previous[usr2](usr2, None)  # the checkpoint is written: now submitit may requeue the job
     if received and 0 in codes and all(code in (0, -signal.SIGKILL) for code in codes):  # a stop, not a crash:
         return 128 + received[0]  # the process that swallowed it exited 0; its stuck peers were killed
-    line = failure_line(codes, failures, context.error_files)
+    line = failure_line(codes, failures, context.error_files, preload)
     if line is not None:
         print(line, file=sys.stderr)
     return exit_code(codes)
@@ -194,11 +199,19 @@ def wait_for(
     return [child.exitcode for child in children]
 
 
-def failure_line(codes: list[int], failures: list[int], error_files: list[str]) -> str | None:
+# how a C library such as a preloaded allocator ends a process it cannot serve
+CRASH_SIGNALS = ("SIGABRT", "SIGSEGV", "SIGBUS")
+
+
+def failure_line(
+    codes: list[int], failures: list[int], error_files: list[str], preload: str | None = None
+) -> str | None:
     """What names the process whose failure ended the job, or None when it said why itself (an
     ``error:`` line, a stop). A process killed by a signal (``kill -9``, the kernel's OOM killer)
     says nothing, and the others then fail at their next collective; an exception raised in a
-    process is kept by torch's wrapper in a file the parent must print (its traceback: a bug)."""
+    process is kept by torch's wrapper in a file the parent must print (its traceback: a bug).
+    A crash (an abort, a segmentation fault) of processes started with ``preload`` (another
+    allocator) names that library and how to train without it."""
     if not failures:
         return None
     rank = failures[0]
@@ -208,7 +221,13 @@ def failure_line(codes: list[int], failures: list[int], error_files: list[str]) 
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        return f"error: {who} was killed by {name} (exit code {128 - code}); the others stopped without it"
+        line = f"error: {who} was killed by {name} (exit code {128 - code}); the others stopped without it"
+        if preload is not None and name in CRASH_SIGNALS:
+            line += (
+                f"; the processes ran with the allocator {preload} preloaded (trainer.allocator): "
+                "trainer.allocator=system trains without it"
+            )
+        return line
     try:
         with open(error_files[rank], "rb") as file:
             trace = str(pickle.load(file)).rstrip()
@@ -247,6 +266,7 @@ def _worker(
         LOCAL_WORLD_SIZE=str(world_size),
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
+        TORCHELASTIC_USE_AGENT_STORE="True",  # the store at MASTER_PORT is the parent's: every rank a client
     )
     torch.set_num_threads(threads)
     if rank == 0 and logging_config:

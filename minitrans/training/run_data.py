@@ -25,7 +25,7 @@ from minitrans.data.batching import TokenBatchSampler
 from minitrans.data.corpus import PreparedCorpus, describe, overlap_warnings, prepare_corpus, seen_in_training
 from minitrans.data.token_ids import TokenIds
 from minitrans.data.tokenize import tokenize_corpus, tokenize_pairs
-from minitrans.data.tokenizer import Tokenizer
+from minitrans.data.tokenizer import Tokenizer, model_texts
 from minitrans.inference.coverage import RECORD_VERSION, TrainingRecord
 
 log = logging.getLogger(__name__)
@@ -65,8 +65,9 @@ def train_tokenizer(cfg: DataConfig, corpus: PreparedCorpus) -> Tokenizer:
 
 
 def training_record(cfg: DataConfig, corpus: PreparedCorpus) -> TrainingRecord:
-    """The source word forms of the training split (for the translator's unseen-word warnings),
-    counted once per prepared corpus and cached beside it: a million sentences take seconds."""
+    """The source word forms and characters of the training split, as the model reads them (a
+    decomposed "ä" is the "ä" it learnt), for the translator's unseen-word warnings; counted once
+    per prepared corpus and cached beside it: a million sentences take seconds."""
     name = f"{corpus.key}-{cfg.src_lang}-v{RECORD_VERSION}.json"  # a record of an older version is counted again
     path = Path(cfg.cache_dir).expanduser() / "records" / name
     digests = corpus.report["digests"]  # the pairs themselves: what evaluation and resuming check against
@@ -75,7 +76,9 @@ def training_record(cfg: DataConfig, corpus: PreparedCorpus) -> TrainingRecord:
     except (OSError, ValueError, TypeError):
         pass  # not there yet, or damaged: count again
     column = corpus.splits[cfg.train_split].data.table.column("src")
-    sources = (text for start in range(0, len(column), 50000) for text in column.slice(start, 50000).to_pylist())
+    sources = (
+        text for start in range(0, len(column), 50000) for text in model_texts(column.slice(start, 50000)).to_pylist()
+    )
     record = replace(TrainingRecord.from_sentences(sources, cfg.src_lang, cfg.tgt_lang, cfg.name), data_digests=digests)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
