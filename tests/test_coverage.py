@@ -174,3 +174,15 @@ def test_a_sentence_far_longer_than_any_training_source_says_so():
     assert note.startswith("20 words, far longer than the longest training source (5 words)")
     older = TrainingRecord(**{**record.__dict__, "longest_source": None, "odd_cases": None})  # an older checkpoint
     assert older.warnings(long) == [] and older.warnings("I LOVE GREEK FOOD!") == []
+
+
+def test_a_decomposed_input_to_a_model_of_composed_text_warns_of_nothing():
+    """The tokenizer composes its input (NFC), so a decomposed "Mädchen" is the word the model
+    learnt: no "characters never seen" for its combining mark, no "words never seen" for its halves."""
+    import unicodedata
+
+    record = TrainingRecord.from_sentences(["Das Mädchen sieht den Hund.", "Der Hund schläft."], "de", "en", "parallel")
+    decomposed = unicodedata.normalize("NFD", "Das Mädchen sieht den Hund.")
+    assert decomposed != "Das Mädchen sieht den Hund."
+    assert record.warnings(decomposed) == []
+    assert record.warnings(unicodedata.normalize("NFD", "Das Mädchen schläft.")) == []
