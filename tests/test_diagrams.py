@@ -3,6 +3,7 @@ drawn, its data is what the module computes, and a change to the module changes 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -97,3 +98,33 @@ def test_the_fixed_context_is_one_vector_for_every_target_word_and_attentions_is
     assert not np.allclose(attended, attended[0])
     assert data["weights"].shape == (len(diagrams.TARGET), len(diagrams.SOURCE))
     assert np.allclose(data["weights"].sum(axis=1), 1)
+
+
+def test_the_committed_diagrams_are_drawn_from_todays_code():
+    from PIL import Image
+
+    for name in diagrams.DIAGRAMS:
+        diagram = diagrams.draw(name)
+        diagrams.plt.close(diagram.figure)
+        with Image.open(ROOT / "docs" / "diagrams" / f"{name}.png") as image:
+            committed = json.loads(image.text[diagrams.FINGERPRINT])
+        today = diagrams.fingerprint(diagram)
+        assert committed.keys() == today.keys(), name
+        for key, values in today.items():
+            if isinstance(values[0], str):
+                assert committed[key] == values, f"docs/diagrams/{name}.png is drawn from older code"
+                continue
+            assert np.allclose(committed[key], values, rtol=1e-4, atol=1e-6), (
+                f"docs/diagrams/{name}.png ({key}) is drawn from older code: run python docs/diagrams.py"
+            )
+
+
+def test_the_fingerprint_tells_a_changed_mask(monkeypatch):
+    before = diagrams.fingerprint(diagrams.draw("masks"))
+    monkeypatch.setattr(
+        attention, "make_causal_mask", lambda length, device=None: torch.ones(length, length).triu().bool()[None, None]
+    )
+    after = diagrams.fingerprint(diagrams.draw("masks"))
+    assert before["causal"][:3] == after["causal"][:3]  # same shape, same count of True
+    assert not np.isclose(before["causal"][3], after["causal"][3])
+    diagrams.plt.close("all")
