@@ -8,9 +8,9 @@ encoder-decoder from a built ``Transformer``'s modules, and the fixed C against 
     python docs/diagrams.py              # writes docs/diagrams/*.png (its own files only)
     python docs/diagrams.py --out DIR
 
-Each PNG keeps a fingerprint of the tensors it shows, so ``tests/test_diagrams.py`` fails when a
-committed picture was drawn from older code. Each figure is drawn 8 inches wide: at the site's content width (about 690 px in a 1280 px
-window) a 10-point label is about 12 px high and a 9-point tick label about 11 px.
+Each PNG keeps a fingerprint of the tensors it shows, so ``tests/test_diagrams.py`` fails when
+a committed picture was drawn from older code. Each figure is ``WIDTH`` inches wide and no text is
+under 9 points, so at the page's content width (``CONTENT_PX``) every label is at least 9 px high.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from minitrans.models import attention, rnn, transformer  # noqa: E402
 
 OUT = ROOT / "docs" / "diagrams"
 WIDTH, DPI = 8.0, 150
+CONTENT_PX = 688  # the width of the page's content column in a 1280 px window, where a picture is shown
 FINGERPRINT = "minitrans-data"  # the PNG text field holding what the picture was drawn from
 STYLE = {"font.size": 10, "axes.titlesize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9}
 SOURCE = ["karina", "is", "going", "to", "the", "store"]

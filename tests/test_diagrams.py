@@ -37,9 +37,8 @@ def test_every_diagram_is_drawn_into_the_folder_it_is_given_and_nothing_else(tmp
 
 
 def test_a_diagram_is_legible_at_the_page_width():
-    # drawn WIDTH inches wide and shown about 690 px wide: the smallest font must stay >= 9 px
     smallest = min(value for key, value in diagrams.STYLE.items() if "size" in key)
-    assert smallest * 690 / (72 * diagrams.WIDTH) >= 9
+    assert smallest * diagrams.CONTENT_PX / (72 * diagrams.WIDTH) >= 9  # points -> px as the page shows it
     for name in diagrams.DIAGRAMS:
         diagram = diagrams.draw(name)
         assert diagram.figure.get_figwidth() == diagrams.WIDTH
