@@ -217,7 +217,7 @@ return Array.from(document.querySelectorAll('.md-content pre')).map(pre => {
 MATH = """
 const done = arguments[arguments.length - 1];
 document.fonts.ready.then(() => {
-  const text = (document.querySelector('.md-content') || document.body).cloneNode(true);
+  const text = document.body.cloneNode(true);  // the table of contents too: headings hold math
   text.querySelectorAll('pre, code, script, style, textarea, .katex').forEach(node => node.remove());
   const raw = (text.textContent.match(new RegExp(arguments[0], 'gs')) || []).map(tex => tex.slice(0, 40));
   const errors = Array.from(document.querySelectorAll('.katex-error')).map(node => node.textContent.slice(0, 40));
