@@ -1,18 +1,24 @@
 """Check the built documentation site: every internal link and image resolves (the notebook page's
-too, which ``mkdocs build --strict`` does not check), and no code block is wider than its column.
+too, which ``mkdocs build --strict`` does not check), no code block is wider than its column, and
+the site reads offline: no script or stylesheet comes from outside it, and every formula is typeset.
 
-    python docs/check_site.py SITE_DIR             # links, and code widths by character count
-    python docs/check_site.py SITE_DIR --browser   # code widths measured in headless Chromium at 1280 px
+    python docs/check_site.py SITE_DIR             # links, code widths by character count, math served
+    python docs/check_site.py SITE_DIR --browser   # the same, measured in headless Chromium at 1280 px
 
 Prints one line per problem and exits 1 if there is any. Without ``--browser`` a block's width is
 estimated from its characters: the site's stylesheet (docs/stylesheets/extra.css) wraps the lines
 of Markdown code blocks, so only a notebook output (printed as it is, in columns) or a page without
 that stylesheet can be too wide; ``--browser`` measures every block as a reader's browser lays it out.
+
+Formulas ($…$, \\(…\\)) are typeset in the reader's browser by KaTeX (docs/javascripts/katex/);
+without ``--browser`` a page with math must load KaTeX and its render call from the site itself;
+``--browser`` opens every page with the network cut off and finds the formulas left as raw TeX.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from html.parser import HTMLParser
@@ -26,11 +32,25 @@ STYLESHEET = "stylesheets/extra.css"
 CODE_COLUMN = 77
 NOTEBOOK_OUTPUT_COLUMN = 73
 EXTERNAL = ("http:", "https:", "mailto:", "data:", "javascript:", "tel:")
+# What a page loads from its address, as the browser fetches it: a link, by contrast, is followed only when clicked
+LOADS_FROM = ("http:", "https:", "//")
+LOADED_LINKS = {"stylesheet", "preload", "modulepreload", "preconnect", "prefetch", "icon"}
+# The renderer the site serves (mkdocs.yml's extra_javascript), and the script that runs it on a page
+MATH_SCRIPTS = (
+    "javascripts/katex/katex.min.js",
+    "javascripts/katex/contrib/auto-render.min.js",
+    "javascripts/katex.js",
+)
+# TeX as the pages write it and KaTeX's auto-render finds it (docs/javascripts/katex.js's delimiters);
+# a $ that opens or closes on a space is a price, not math
+RAW_TEX = re.compile(r"\$\$.+?\$\$|\$[^\s$](?:[^$\n]*[^\s$])?\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
+NOT_TEXT = {"pre", "code", "script", "style", "textarea"}  # KaTeX leaves these alone, and so does the count
 
 
 class Page(HTMLParser):
-    """What one built page holds: its anchors, its links, its stylesheets and its code blocks
-    (text, and whether it is a notebook's printed output)."""
+    """What one built page holds: its anchors, its links, its stylesheets, its scripts, the outside
+    addresses it loads from, its formulas (raw TeX in its text) and its code blocks (text, and
+    whether it is a notebook's printed output)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -38,6 +58,11 @@ class Page(HTMLParser):
         self.links: list[str] = []
         self.downloads: list[str] = []  # links with a download attribute: a file, never a page
         self.stylesheets: list[str] = []
+        self.scripts: list[str] = []
+        self.loads_from_outside: list[str] = []
+        self.formulas: list[str] = []
+        self._text: list[str] = []  # the text outside code, where formulas are
+        self._not_text = 0  # how many elements KaTeX leaves alone are open
         self.blocks: list[tuple[str, bool]] = []
         self._open: list[tuple[str, bool]] = []  # (tag, opens a notebook output) of the open elements
         self._pre: list[str] | None = None
@@ -56,6 +81,15 @@ class Page(HTMLParser):
             self.links.append(attr["src"])
         if tag == "link" and attr.get("rel") == "stylesheet" and attr.get("href"):
             self.stylesheets.append(attr["href"])
+        if tag == "script" and attr.get("src"):
+            self.scripts.append(attr["src"])
+        loaded = attr.get("src") if tag in ("script", "img", "iframe") else None
+        if tag == "link" and LOADED_LINKS & set((attr.get("rel") or "").split()):
+            loaded = attr.get("href")
+        if loaded and loaded.startswith(LOADS_FROM):
+            self.loads_from_outside.append(loaded)
+        if tag in NOT_TEXT:
+            self._not_text += 1
         if tag in ("br", "img", "link", "meta", "input", "hr", "source", "wbr"):
             return
         self._open.append((tag, "jp-OutputArea-output" in (attr.get("class") or "").split()))
@@ -63,6 +97,8 @@ class Page(HTMLParser):
             self._pre, self._pre_is_output = [], any(output for _, output in self._open)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag in NOT_TEXT and self._not_text:
+            self._not_text -= 1
         if tag == "pre" and self._pre is not None:
             self.blocks.append(("".join(self._pre), self._pre_is_output))
             self._pre = None
@@ -73,6 +109,13 @@ class Page(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._pre is not None:
             self._pre.append(data)
+        if not self._not_text:
+            self._text.append(data)
+
+    def close(self) -> None:
+        super().close()
+        # Markdown can split a formula over elements ($a_i$ with an emphasis inside): join the text first
+        self.formulas = RAW_TEX.findall("".join(self._text))
 
 
 def read_page(path: Path) -> Page:
@@ -117,6 +160,31 @@ def broken_links(site: Path, pages: dict[str, Page]) -> list[str]:
     return problems
 
 
+def outside_loads(pages: dict[str, Page]) -> list[str]:
+    """Scripts, stylesheets, fonts and pictures a page fetches from outside the site: offline they never come."""
+    return [
+        f"{name}: loads {url} from outside the site: offline it never comes"
+        for name, page in pages.items()
+        for url in page.loads_from_outside
+    ]
+
+
+def math_not_served(site: Path, pages: dict[str, Page]) -> list[str]:
+    """Pages with formulas that do not load KaTeX and its render call from the site: their math stays raw TeX."""
+    problems = []
+    for name, page in pages.items():
+        if not page.formulas:
+            continue
+        served = {target_file(site, name, src)[0] for src in page.scripts if not src.startswith(LOADS_FROM)}
+        missing = [script for script in MATH_SCRIPTS if script not in served]
+        if missing:
+            problems.append(
+                f"{name}: {len(page.formulas)} formula(s) such as {page.formulas[0][:40]} but no "
+                f"{', '.join(missing)} served with the site: they show as raw TeX"
+            )
+    return problems
+
+
 def too_wide_blocks(pages: dict[str, Page]) -> list[str]:
     """Code blocks wider than their column, estimated from their characters."""
     problems = []
@@ -144,24 +212,55 @@ return Array.from(document.querySelectorAll('.md-content pre')).map(pre => {
 """
 
 
-def too_wide_in_browser(site: Path, pages: dict[str, Page], chromium: str, chromedriver: str) -> list[str]:
-    """Code blocks wider than their column, as headless Chromium lays them out at 1280 px."""
+# After KaTeX has run: the TeX left in the page's text (outside code and typeset math), the formulas
+# KaTeX could not parse, and its fonts that failed to load (each set in its fallback, unreadable)
+MATH = """
+const done = arguments[arguments.length - 1];
+document.fonts.ready.then(() => {
+  const text = document.body.cloneNode(true);  // the table of contents too: headings hold math
+  text.querySelectorAll('pre, code, script, style, textarea, .katex').forEach(node => node.remove());
+  const raw = (text.textContent.match(new RegExp(arguments[0], 'gs')) || []).map(tex => tex.slice(0, 40));
+  const errors = Array.from(document.querySelectorAll('.katex-error')).map(node => node.textContent.slice(0, 40));
+  const fonts = Array.from(document.fonts).filter(font => font.status === 'error').map(font => font.family);
+  done([raw, errors, fonts, document.querySelectorAll('.katex').length]);
+});
+"""
+# No name resolves: the browser reads the site as a reader with no network would
+OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND"
+
+
+def open_browser(chromium: str, chromedriver: str, width: int = 1280, height: int = 2000):
+    """Headless Chromium with the network cut off, its window ``width`` by ``height`` px."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,2000"):
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", f"--window-size={width},{height}", OFFLINE):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
+    return webdriver.Chrome(service=Service(chromedriver), options=options)
+
+
+def check_in_browser(site: Path, pages: dict[str, Page], chromium: str, chromedriver: str) -> list[str]:
+    """Code blocks wider than their column, as headless Chromium lays them out at 1280 px, and
+    formulas left as raw TeX once the page has loaded with no network."""
+    driver = open_browser(chromium, chromedriver)
     problems = []
     try:
-        for name in pages:
-            if name == "404.html" or not pages[name].blocks:
+        for name, page in pages.items():
+            if name == "404.html" or not (page.blocks or page.formulas):
                 continue
             driver.get((site / name).resolve().as_uri())
             for over, width, start in driver.execute_script(MEASURE):
                 problems.append(f"{name}: code {width} px wide, {over} px more than its column: {start}…")
+            if not page.formulas:
+                continue
+            raw, errors, fonts, typeset = driver.execute_async_script(MATH, RAW_TEX.pattern)
+            problems += [f"{name}: formula left as raw TeX: {tex}" for tex in raw]
+            problems += [f"{name}: KaTeX could not typeset: {tex}" for tex in errors]
+            problems += [f"{name}: math font {family} did not load" for family in sorted(set(fonts))]
+            if typeset < len(page.formulas) - len(raw) - len(errors):
+                problems.append(f"{name}: {typeset} formula(s) typeset of {len(page.formulas)}")
     finally:
         driver.quit()
     return problems
@@ -170,7 +269,9 @@ def too_wide_in_browser(site: Path, pages: dict[str, Page], chromium: str, chrom
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("site", type=Path, help="the folder mkdocs build wrote (--site-dir)")
-    parser.add_argument("--browser", action="store_true", help="measure code widths in headless Chromium")
+    parser.add_argument(
+        "--browser", action="store_true", help="measure code widths and typeset math in headless Chromium, offline"
+    )
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--chromedriver", default=shutil.which("chromedriver") or "/usr/bin/chromedriver")
     args = parser.parse_args(argv)
@@ -178,15 +279,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.site} holds no built site (no index.html): run mkdocs build first", file=sys.stderr)
         return 2
     pages = site_pages(args.site)
-    problems = broken_links(args.site, pages)
+    problems = broken_links(args.site, pages) + outside_loads(pages) + math_not_served(args.site, pages)
     if args.browser:
-        problems += too_wide_in_browser(args.site, pages, args.chromium, args.chromedriver)
+        problems += check_in_browser(args.site, pages, args.chromium, args.chromedriver)
     else:
         problems += too_wide_blocks(pages)
     for problem in problems:
         print(problem)
     blocks = sum(len(page.blocks) for page in pages.values())
-    print(f"{len(pages)} pages, {blocks} code blocks: {len(problems)} problem(s)", file=sys.stderr)
+    formulas = sum(len(page.formulas) for page in pages.values())
+    print(f"{len(pages)} pages, {blocks} code blocks, {formulas} formulas: {len(problems)} problem(s)", file=sys.stderr)
     return 1 if problems else 0
 
 

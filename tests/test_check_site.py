@@ -4,6 +4,7 @@ at the site's pages (docs/hooks.py): each finds what it must, on small pages mad
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +22,9 @@ STYLE = '<link rel="stylesheet" href="../stylesheets/extra.css">'
 def write_site(root: Path, pages: dict[str, str]) -> Path:
     for name, body in {"index.html": "<h1 id='top'>home</h1>", **pages}.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(f"<html><head>{STYLE}</head><body>{body}</body></html>", encoding="utf-8")
+        (root / name).write_text(
+            f"<!doctype html><html><head>{STYLE}</head><body>{body}</body></html>", encoding="utf-8"
+        )
     return root
 
 
@@ -122,3 +125,90 @@ def test_the_api_pages_docstrings_lose_their_sphinx_roles_and_keep_their_lists()
     assert griffe_docstrings.markdown_docstring("a\n\n- b") == "a\n\n- b"
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     assert "extensions: [docs/griffe_docstrings.py]" in config
+
+
+KATEX = "".join(f"<script src='../{script}'></script>" for script in check_site.MATH_SCRIPTS)
+
+
+def test_a_script_or_stylesheet_from_outside_the_site_is_found_and_an_outside_link_is_not(tmp_path):
+    cdn = "https://cdn.jsdelivr.net/npm/katex@0.16.4/dist"
+    site = write_site(
+        tmp_path,
+        {
+            "a/index.html": f"<link rel='stylesheet' href='{cdn}/katex.min.css'><script src='{cdn}/katex.min.js'></script>",
+            "b/index.html": "<link rel='preconnect' href='https://fonts.gstatic.com'><img src='//x.org/p.png'>",
+            "c/index.html": "<a href='https://example.org/'>a link, followed only when clicked</a>",
+        },
+    )
+    assert check_site.outside_loads(check_site.site_pages(site)) == [
+        f"a/index.html: loads {cdn}/katex.min.css from outside the site: offline it never comes",
+        f"a/index.html: loads {cdn}/katex.min.js from outside the site: offline it never comes",
+        "b/index.html: loads https://fonts.gstatic.com from outside the site: offline it never comes",
+        "b/index.html: loads //x.org/p.png from outside the site: offline it never comes",
+    ]
+    assert check_site.main([str(site)]) == 1
+
+
+def test_math_on_a_page_that_does_not_serve_katex_is_found_and_a_price_is_not_math(tmp_path):
+    site = write_site(
+        tmp_path,
+        {
+            "raw/index.html": "<p>scores over $\\sqrt{d_k}$ and <span class='arithmatex'>\\(QK^\\top\\)</span></p>",
+            "served/index.html": f"{KATEX}<p>$\\sqrt{{d_k}}$</p>",
+            "half/index.html": "<script src='../javascripts/katex/katex.min.js'></script><p>$x_<em>i</em>$</p>",
+            "prose/index.html": "<p>it costs $5 and $6</p><pre><code>echo $HOME$PATH</code></pre>",
+        },
+    )
+    for script in check_site.MATH_SCRIPTS:
+        (site / script).parent.mkdir(parents=True, exist_ok=True)
+        (site / script).write_text("")
+    pages = check_site.site_pages(site)
+    assert pages["raw/index.html"].formulas == ["$\\sqrt{d_k}$", "\\(QK^\\top\\)"]
+    assert pages["half/index.html"].formulas == ["$x_i$"]  # a formula Markdown split over elements
+    assert pages["prose/index.html"].formulas == []
+    problems = check_site.math_not_served(site, pages)
+    assert [problem.split(":")[0] for problem in problems] == ["half/index.html", "raw/index.html"]
+    assert "2 formula(s) such as $\\sqrt{d_k}$" in problems[1] and "show as raw TeX" in problems[1]
+    assert "katex.min.js" not in problems[0] and "auto-render.min.js" in problems[0]
+
+
+def test_the_site_serves_katex_itself_with_its_fonts_and_licence():
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "cdn" not in config.lower() and "http" not in config.split("theme:")[0]
+    for script in check_site.MATH_SCRIPTS:
+        assert f"- {script}" in config and (ROOT / "docs" / script).is_file()
+    katex = ROOT / "docs" / "javascripts" / "katex"
+    assert "MIT License" in (katex / "LICENSE").read_text(encoding="utf-8")
+    fonts = re.findall(r"url\(([^)]+)\)", (katex / "katex.min.css").read_text(encoding="utf-8"))
+    assert fonts and all((katex / font).is_file() for font in fonts)  # every font the stylesheet names
+
+
+def chromium() -> tuple[str, str]:
+    pytest.importorskip("selenium", reason="the browser check needs selenium")
+    paths = shutil.which("chromium"), shutil.which("chromedriver")
+    if not all(paths):
+        pytest.skip("the browser check needs chromium and chromedriver (apt-get install chromium chromium-driver)")
+    return paths
+
+
+@pytest.mark.slow
+def test_in_a_browser_with_no_network_katex_typesets_the_math_and_raw_tex_is_found(tmp_path):
+    browser, driver = chromium()
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "docs" / "javascripts", site / "javascripts")  # as mkdocs copies it
+    served = "<link rel='stylesheet' href='../javascripts/katex/katex.min.css'>" + KATEX.replace(
+        "javascripts/katex.js'></script>", "render.js'></script>"
+    )
+    (site / "render.js").write_text(
+        "renderMathInElement(document.body, {throwOnError: false});"
+    )  # katex.js sans Material
+    body = (
+        "<div class='md-content'><p><span class='arithmatex'>\\(\\sqrt{d_k}\\)</span> and \\(\\frac{1}{2}\\)</p></div>"
+    )
+    cdn = "<script src='https://cdn.jsdelivr.net/npm/katex@0.16.4/dist/katex.min.js'></script>"
+    write_site(site, {"good/index.html": body + served, "raw/index.html": body + cdn})
+    problems = check_site.check_in_browser(site, check_site.site_pages(site), browser, driver)
+    assert problems == [
+        "raw/index.html: formula left as raw TeX: \\(\\sqrt{d_k}\\)",
+        "raw/index.html: formula left as raw TeX: \\(\\frac{1}{2}\\)",
+    ]
