@@ -42,7 +42,7 @@ MAX_VOCAB = 1_000_000
 MAX_SEED = 2**32 - 1  # NumPy's seeds
 
 
-IMPLEMENTATIONS = ("fast", "notes")  # model.implementation: the Transformer's two forms
+IMPLEMENTATIONS = ("fast", "notes")  # model.implementation: the notes model made fast, or alone
 POSITIONS = ("sinusoidal", "learned", "none")  # model.positions
 CROSS_ATTENTION = ("attention", "fixed_mean")  # model.cross_attention
 
@@ -66,8 +66,8 @@ class TransformerConfig:
     tie_output: bool = knob(True, "output projection shares the target embedding")
     implementation: str = knob(
         "fast",
-        "fast: the model made fast (minitrans/models/fast/); notes: the same model and parameters written as the "
-        "notes compute it (models/transformer.py); checkpoints load into either, and both honour every switch below",
+        "fast: the notes model (models/transformer.py) made fast from outside by models/fast/ (make_fast); "
+        "notes: the notes model alone; the same modules and parameters, so checkpoints load into either",
     )
     # Teaching switches (docs/claims.md): each takes away one piece the notes give a reason for.
     # Both implementations honour every one of them; the RNN schemas have none of them.
