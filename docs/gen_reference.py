@@ -24,7 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # Entry points that are not files under scripts/ but are documented as commands.
-EXTRA_COMMANDS = {"python -m minitrans.bench.decoding": "minitrans.bench.decoding"}
+EXTRA_COMMANDS = {
+    "python -m minitrans.bench.decoding": "minitrans.bench.decoding",
+    "python -m minitrans.bench.speed_measures": "minitrans.bench.speed_measures",
+}
 # Scripts whose command line is not argparse: train.py takes Hydra overrides (the configuration
 # reference lists them); screenshots.py is a development aid documented on the TensorBoard page.
 HYDRA_SCRIPTS = {"train.py"}
