@@ -155,3 +155,41 @@ def test_torch_twin_computes_the_same_function_given_the_same_weights(norm_first
     copy_weights_into_twin(ours, twin)
     with torch.no_grad():
         torch.testing.assert_close(twin(src, tgt), ours(src, tgt), atol=1e-5, rtol=1e-5)
+
+
+def test_each_speed_measure_is_turned_off_and_back_on_and_decodes_the_same(small_run, capsys):
+    """python -m minitrans.bench.speed_measures: a line per measure of each workload, the
+    decoding measures changing no output, and every measure back on afterwards."""
+    from minitrans.bench import speed_measures
+
+    assert (
+        speed_measures.main(
+            [
+                "--workloads",
+                "default,beam5",
+                "--checkpoint",
+                str(small_run),
+                "--repeats",
+                "1",
+                "--batches",
+                "1",
+                "--sentences",
+                "3",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    step_lines = out.split("beam 5")[0]
+    for measure in ("fused attention kernel", "packed_tokens", "the loss in fewer passes"):
+        assert measure in step_lines
+    decoding_lines = [line for line in out.split("beam 5")[1].splitlines() if "outputs differ" in line]
+    assert len(decoding_lines) == 5 and all("(0 outputs differ)" in line for line in decoding_lines)
+    model = build("minitrans", 40, SIZES["tiny"])
+    with speed_measures.fused_off(model):
+        assert not any(m.use_fused for m in model.modules() if hasattr(m, "use_fused"))
+    assert all(m.use_fused for m in model.modules() if hasattr(m, "use_fused"))
+    before = [type(m) for m in model.modules()]
+    with speed_measures.classes_reverted(model, {type(model): nn.Module}):
+        assert type(model) is nn.Module
+    assert [type(m) for m in model.modules()] == before
