@@ -167,6 +167,20 @@ def test_an_overflowing_attention_scale_in_a_shared_config_is_refused_naming_it(
     assert "\n" not in str(refused.value)
 
 
+def test_both_cards_name_the_teaching_switches_a_model_trained_with(shared, tmp_path):
+    from minitrans.inference.model_card import model_card
+
+    run = make_run(tmp_path, positions="none", causal_mask=False, attention_scale="2")
+    folder, _ = export_hf(run, tmp_path / "switched")
+    readme = (folder / "README.md").read_text()
+    assert "teaching switches (`model.attention_scale=2`, `model.causal_mask=false`, `model.positions=none`)" in readme
+    info = model_card(Translator.from_pretrained(folder, "cpu"))
+    assert "switches:   model.attention_scale=2, model.causal_mask=false, model.positions=none (teaching" in info
+    _, plain = shared
+    assert "teaching switch" not in (plain / "README.md").read_text()
+    assert "switches:" not in model_card(Translator.from_pretrained(plain, "cpu"))
+
+
 class FakeHub:
     """huggingface_hub.HfApi's two calls, recorded."""
 
