@@ -21,7 +21,8 @@ projection) from our weights; the engine then validates, quantises and writes it
   (CTranslate2 scales scores by 1/√head_dim); LayerNorm's epsilon travels in the config;
 - the teaching switches (docs/claims.md) travel in the weights: a scores' scale s other than
   1/√Dk (``model.attention_scale``) multiplies the query projection by s·√Dk, which the engine's
-  1/√Dk turns back into s; fixed-mean cross-attention is a scale of 0, a query projection of
+  1/√Dk turns back into s (bit for bit when s·√Dk is a power of two, as for ``none`` at d_k 4,
+  16 or 64; else to float rounding); fixed-mean cross-attention is a scale of 0, a query projection of
   zeros, so every score is 0 and each source token gets the same weight; ``positions=learned``
   ships its table and ``positions=none`` a table of zeros; without the causal mask the engine
   decodes as our cached decoding does (each step sees only the steps before it).
