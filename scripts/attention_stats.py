@@ -67,13 +67,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     text = json.dumps({"run": str(args.run), "split": args.split, "pairs": len(src_ids), **stats}, indent=2)
     print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(args.out, text + "\n")
-    if args.card is not None:
-        args.card.parent.mkdir(parents=True, exist_ok=True)
-        future_card(translator, src_ids[0], tgt_ids[0], f"{args.split} pair 0").savefig(args.card)
-        print(f"card: {args.card}", file=sys.stderr)
+    try:
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(args.out, text + "\n")
+        if args.card is not None:
+            args.card.parent.mkdir(parents=True, exist_ok=True)
+            future_card(translator, src_ids[0], tgt_ids[0], f"{args.split} pair 0").savefig(args.card)
+            print(f"card: {args.card}", file=sys.stderr)
+    except OSError as error:  # the figures are printed above: nothing measured is lost
+        print(
+            f"error: cannot write {error.filename or args.out or args.card}: {error.strerror or error}", file=sys.stderr
+        )
+        return 1
     return 0
 
 

@@ -134,8 +134,9 @@ def test_bad_outputs_are_refused_before_anything_is_measured_and_nothing_is_repl
         (["--card", tmp_path], "is a folder"),
         (["--out", run / "summary.json"], "would replace a file of a run"),
         (["--out", run / "checkpoints" / "best.pt"], "would replace a file of a run"),
-        (["--card", run / "checkpoints" / "best.png"], "would replace a file of a run"),
+        (["--card", run / "checkpoints" / "best.pt"], "would replace a file of a run"),
         (["--out", foreign], "not an earlier attention_stats.py result"),
+        (["--out", run / "summary.json" / "stats.json"], "summary.json is a file, not a folder"),
         (["--card", tmp_path / "card.txt"], ".png, .svg or .pdf"),
         (["--out", tmp_path / "x.png", "--card", tmp_path / "x.png"], "name one file"),
     ):

@@ -82,7 +82,10 @@ def check_outputs(translator, out: Path | None, card: Path | None) -> None:
     for flag, path in named:
         if path.is_dir():
             raise ValueError(f"{flag} {path} is a folder; name a file in it")
-        if path.resolve() == model_file or _owned_by_a_run(path.resolve()):
+        above = next((folder for folder in path.parents if folder.exists()), None)
+        if above is not None and not above.is_dir():
+            raise ValueError(f"{flag} {path}: {above} is a file, not a folder")
+        if path.exists() and (path.resolve() == model_file or _owned_by_a_run(path.resolve())):
             raise ValueError(f"{flag} {path} would replace a file of a run or a model; name a new file")
     if out is not None and Path(out).exists() and not _is_ours(Path(out)):
         raise ValueError(f"--out {out} exists and is not an earlier attention_stats.py result; name a new file")
