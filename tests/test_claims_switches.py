@@ -71,6 +71,18 @@ def test_a_divisor_whose_scores_overflow_is_refused_naming_the_overflow(tiny):
     assert "\n" not in str(refused.value) and "lr" not in str(refused.value)
 
 
+def test_training_refuses_an_overflowing_divisor_before_it_starts_naming_the_key():
+    """It used to train into NaN steps and stop with advice to lower trainer.lr."""
+    from pathlib import Path
+
+    from minitrans.core.hydra_config import check_command_line
+
+    conf = str(Path(__file__).resolve().parents[1] / "conf")
+    problem = check_command_line(["debug=tiny", "model.attention_scale=1e-45"], conf)
+    assert problem.startswith("model.attention_scale: 1e-45 multiplies the scores by 1e+45") and "lr" not in problem
+    assert check_command_line(["debug=tiny", "model.attention_scale=1e-3"], conf) is None
+
+
 @pytest.mark.parametrize("fine", ["1e-06", "0.001", "1e6", "1e300"])
 def test_a_small_or_huge_divisor_that_stays_finite_is_taken(fine):
     assert TransformerConfig(attention_scale=fine).scores_divisor() == float(fine)
