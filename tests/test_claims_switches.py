@@ -66,7 +66,9 @@ def test_an_impossible_attention_scale_is_refused_in_one_line(bad):
 def test_a_divisor_whose_scores_overflow_is_refused_naming_the_overflow(tiny):
     """Scores times 1/N past what float32 holds give NaN in translation and a NaN gradient in
     training, which would otherwise be blamed on the learning rate."""
-    with pytest.raises(ConfigError, match=r"^model\.attention_scale: .* at least 1e-06: .*overflow float32") as refused:
+    with pytest.raises(
+        ConfigError, match=r"^model\.attention_scale: .* is less than 1e-06: .*overflow float32"
+    ) as refused:
         TransformerConfig(attention_scale=tiny)
     assert "\n" not in str(refused.value) and "lr" not in str(refused.value)
 
@@ -79,7 +81,7 @@ def test_training_refuses_an_overflowing_divisor_before_it_starts_naming_the_key
 
     conf = str(Path(__file__).resolve().parents[1] / "conf")
     problem = check_command_line(["debug=tiny", "model.attention_scale=1e-45"], conf)
-    assert problem.startswith("model.attention_scale: 1e-45 multiplies the scores by 1e+45") and "lr" not in problem
+    assert problem.startswith("model.attention_scale: 1e-45 is less than 1e-06: the scores") and "lr" not in problem
     assert check_command_line(["debug=tiny", "model.attention_scale=1e-3"], conf) is None
 
 

@@ -162,7 +162,7 @@ def test_an_overflowing_attention_scale_in_a_shared_config_is_refused_naming_it(
     config = json.loads((bad / "config.json").read_text())
     config["config"]["model"]["attention_scale"] = scale
     (bad / "config.json").write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match=r"model\.attention_scale: .* at least 1e-06: .*overflow") as refused:
+    with pytest.raises(CheckpointError, match=r"model\.attention_scale: .* is less than 1e-06: .*overflow") as refused:
         load_translator(bad, "cpu")
     assert "\n" not in str(refused.value)
 

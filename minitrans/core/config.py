@@ -45,7 +45,6 @@ MAX_SEED = 2**32 - 1  # NumPy's seeds
 IMPLEMENTATIONS = ("fast", "notes")  # model.implementation: the Transformer's two forms
 POSITIONS = ("sinusoidal", "learned", "none")  # model.positions
 CROSS_ATTENTION = ("attention", "fixed_mean")  # model.cross_attention
-MIN_SCORES_DIVISOR = 1e-6  # model.attention_scale=N: the scores times at most a million
 
 
 @dataclass
@@ -123,17 +122,8 @@ class TransformerConfig:
         value = str(self.attention_scale)
         if value in ("sqrt_dk", "none"):
             return None if value == "sqrt_dk" else 1.0
-        divisor = positive_number("model.attention_scale", value, "sqrt_dk, none")
-        # Scores times 1/N, and in training gradients times 1/N squared by Adam, leave float32's
-        # range long before 1/N reaches 1e45; past a million every row is one-hot already.
-        check(
-            divisor >= MIN_SCORES_DIVISOR,
-            "model.attention_scale",
-            f"{value} multiplies the scores by {1 / divisor:.3g}; a divisor must be at least "
-            f"{MIN_SCORES_DIVISOR:g}: below, the scores (in training their gradients first) overflow "
-            "float32 and attention gives NaN",
-        )
-        return divisor
+        overflow = "the scores (in training their gradients first) overflow float32 and attention gives NaN"
+        return positive_number("model.attention_scale", value, "sqrt_dk, none", least=1e-6, below=overflow)
 
 
 @dataclass
