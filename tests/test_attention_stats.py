@@ -70,6 +70,12 @@ def test_measured_over_pairs_the_decoder_looks_ahead_only_without_its_mask(token
 
 
 # -- scripts/attention_stats.py, as the claims' commands run it -------------------------------
+@pytest.fixture(autouse=True)
+def _private_cache(monkeypatch, tmp_path):
+    """A loaded model derives its corpus in this machine's cache: the test's own, not the user's."""
+    monkeypatch.setenv("MINITRANS_CACHE_DIR", str(tmp_path / "cache"))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """A Transformer run folder and an attention RNN's checkpoint, both of a small generated
@@ -93,6 +99,7 @@ def runs(tmp_path_factory):
 def stats_main(*args, capsys) -> tuple[int, str, str]:
     from helpers.scripts import load_script
 
+    capsys.readouterr()  # what came before (a corpus prepared for a fixture) is not the script's
     code = load_script("attention_stats").main([str(arg) for arg in args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
