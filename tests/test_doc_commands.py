@@ -135,11 +135,12 @@ def test_every_documented_script_runs_below_or_says_why_not():
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tiny_overrides, tmp_path_factory) -> dict[str, Path]:
+def tiny_run(tiny_overrides, tmp_path_factory) -> dict:
     """A debug=tiny run keeping five step checkpoints (``average.py --last 5``), and its
     CTranslate2 export where ctranslate2 is installed."""
     root = tmp_path_factory.mktemp("doc-commands")
     run = root / "run"
+    env = script_env() | {"MINITRANS_CACHE_DIR": str(root / "cache")}  # what the commands derive: not the user's
     done = subprocess.run(
         [
             sys.executable,
@@ -150,13 +151,13 @@ def tiny_run(tiny_overrides, tmp_path_factory) -> dict[str, Path]:
             f"hydra.run.dir={run}",
         ],
         cwd=root,
-        env=script_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    made = {"run": run}
+    made = {"run": run, "env": env}
     if importlib.util.find_spec("ctranslate2") is not None:
         from minitrans.inference.export import export_ctranslate2
 
@@ -228,7 +229,7 @@ def test_a_documented_command_runs_on_a_tiny_run(page, script, args, fails, tiny
         if script in gen_reference.EXTRA_COMMANDS
         else [sys.executable, str(REPO / script)]
     )
-    env = script_env() | {"PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
+    env = tiny_run["env"] | {"PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
     done = subprocess.run(
         [*command, *args], cwd=tmp_path, env=env, input=f"{SENTENCE}\n", capture_output=True, text=True, timeout=300
     )
