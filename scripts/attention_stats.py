@@ -4,6 +4,8 @@ Teacher-forces the references of a split (default valid) and prints, as JSON, ea
 layer's mean row entropy in nats (claim 1 of docs/claims.md: unscaled scores saturate) and the
 share of each decoder self-attention layer's weight on later positions (claim 2: 0 with the
 causal mask). ``--card PNG`` draws the first pair's decoder head that looks ahead the most.
+RUN is a run folder, a ``.pt`` checkpoint or a shareable folder (``export.py --to hf``); a
+CTranslate2 export has no attention weights to measure and is refused.
 """
 
 from __future__ import annotations
@@ -21,32 +23,43 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="attention_stats.py", description="Per-layer attention entropy and look-ahead."
     )
-    parser.add_argument("run", help="run folder or checkpoint")
+    parser.add_argument("run", help="run folder, checkpoint or shareable folder (export.py --to hf)")
     parser.add_argument("--split", default="valid", help="split whose references are teacher-forced (default valid)")
     parser.add_argument(
         "--limit", type=cli_number(int, 1), default=100, help="first N pairs of the split (default 100)"
     )
-    parser.add_argument("--card", type=Path, help="write the first pair's most look-ahead decoder head here (PNG)")
+    parser.add_argument(
+        "--card", type=Path, help="write the first pair's most look-ahead decoder head here (PNG, SVG or PDF)"
+    )
     parser.add_argument("--out", type=Path, help="also write the JSON here")
-    parser.add_argument("--device", default="cpu", choices=DEVICES)
+    parser.add_argument("--device", default="cpu", choices=DEVICES, help="default: cpu")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
-    from minitrans.core.utils import pick_device
+    from minitrans.core.checkpoint import CheckpointError
+    from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split
+    from minitrans.inference.ct2 import is_exported
     from minitrans.inference.translator import Translator
-    from minitrans.runs.attention_stats import future_card, measure_attention_stats
+    from minitrans.runs.attention_stats import check_outputs, future_card, measure_attention_stats
 
+    if is_exported(args.run):
+        print(
+            f"error: {args.run} is a CTranslate2 export, which keeps no attention weights to measure; "
+            "give the run folder, its checkpoint or its export.py --to hf folder",
+            file=sys.stderr,
+        )
+        return 1
     try:
-        translator = Translator.from_checkpoint(resolve_checkpoint(args.run), pick_device(args.device))
+        translator = Translator.from_checkpoint(args.run, pick_device(args.device))
+        check_outputs(translator, args.out, args.card)
         sources, references, _ = load_run_split(translator.config, args.split)
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    src_ids = translator.encode(sources[: args.limit])
+    src_ids = [translator.fit_source(ids) for ids in translator.encode(sources[: args.limit])]
     tgt_ids = [ids[: translator.max_len - 1] for ids in translator.tokenizer.encode_tgt(references[: args.limit])]
     stats = measure_attention_stats(translator, src_ids, tgt_ids)
     if not stats["entropy"]:
@@ -54,10 +67,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     text = json.dumps({"run": str(args.run), "split": args.split, "pairs": len(src_ids), **stats}, indent=2)
     print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    if args.card is not None:
-        future_card(translator, src_ids[0], tgt_ids[0], f"{args.split} pair 0").savefig(args.card)
+    try:
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(args.out, text + "\n")
+        if args.card is not None:
+            args.card.parent.mkdir(parents=True, exist_ok=True)
+            future_card(translator, src_ids[0], tgt_ids[0], f"{args.split} pair 0").savefig(args.card)
+            print(f"card: {args.card}", file=sys.stderr)
+    except OSError as error:  # the figures are printed above: nothing measured is lost
+        print(
+            f"error: cannot write {error.filename or args.out or args.card}: {error.strerror or error}", file=sys.stderr
+        )
+        return 1
     return 0
 
 

@@ -25,7 +25,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="order_probe.py", description="Share of order sets translated with the right roles."
     )
-    parser.add_argument("runs", nargs="+", help="run folders or checkpoints")
+    parser.add_argument("runs", nargs="+", help="run folders, checkpoints or exports (export.py)")
     parser.add_argument("--sets", type=cli_number(int, 1), default=100, help="order sets of 4 sentences (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="the sets' random stream (default 0)")
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="default: cpu")
@@ -35,19 +35,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from minitrans.core.checkpoint import CheckpointError
-    from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
+    from minitrans.core.checkpoint_folder import CheckpointFolder
     from minitrans.core.utils import pick_device, write_atomic
-    from minitrans.inference.translator import Translator
+    from minitrans.inference.loading import load_translator
     from minitrans.runs.order_probe import oriented_sets, score_order_probe
 
     measured = 0
     print(f"{'run':<50}{'right':>8}{'another':>9}{'neither':>9}{'exact':>8}{'1st noun':>9}{'alike':>9}")
     for run in args.runs:
         try:
-            checkpoint = resolve_checkpoint(run)
-            translator = Translator.from_checkpoint(checkpoint, pick_device(args.device))
+            translator = load_translator(run, pick_device(args.device))  # a run, a checkpoint or an export
         except (CheckpointError, FileNotFoundError, ValueError) as error:
             print(f"error: {error}", file=sys.stderr)
+            return 1
+        if translator.run_config is None:
+            print(f"error: {run} does not say what it was trained on (no run configuration)", file=sys.stderr)
             return 1
         data = translator.run_config.data
         if data.name != "generated":
@@ -60,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{summary['order_probe_neither']:>9.3f}{summary['order_probe_exact']:>8.3f}"
             f"{summary['order_probe_first_noun']:>9.3f}{probe.sets_alike:>5}/{probe.sets}"
         )
-        folder = CheckpointFolder.run_folder_of(checkpoint)
+        # an export's folder, else the run folder of the checkpoint file
+        folder = translator.path if translator.path.is_dir() else CheckpointFolder.run_folder_of(translator.path)
         write_atomic(Path(folder) / "order_probe.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
         measured += 1
     print(

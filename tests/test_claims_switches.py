@@ -62,6 +62,34 @@ def test_an_impossible_attention_scale_is_refused_in_one_line(bad):
         TransformerConfig(attention_scale=bad)
 
 
+@pytest.mark.parametrize("tiny", ["1e-45", "1e-300", "4.9e-324", "1e-20", "1e-7"])
+def test_a_divisor_whose_scores_overflow_is_refused_naming_the_overflow(tiny):
+    """Scores times 1/N past what float32 holds give NaN in translation and a NaN gradient in
+    training, which would otherwise be blamed on the learning rate."""
+    with pytest.raises(
+        ConfigError, match=r"^model\.attention_scale: .* is less than 1e-06: .*overflow float32"
+    ) as refused:
+        TransformerConfig(attention_scale=tiny)
+    assert "\n" not in str(refused.value) and "lr" not in str(refused.value)
+
+
+def test_training_refuses_an_overflowing_divisor_before_it_starts_naming_the_key():
+    """It used to train into NaN steps and stop with advice to lower trainer.lr."""
+    from pathlib import Path
+
+    from minitrans.core.hydra_config import check_command_line
+
+    conf = str(Path(__file__).resolve().parents[1] / "conf")
+    problem = check_command_line(["debug=tiny", "model.attention_scale=1e-45"], conf)
+    assert problem.startswith("model.attention_scale: 1e-45 is less than 1e-06: the scores") and "lr" not in problem
+    assert check_command_line(["debug=tiny", "model.attention_scale=1e-3"], conf) is None
+
+
+@pytest.mark.parametrize("fine", ["1e-06", "0.001", "1e6", "1e300"])
+def test_a_small_or_huge_divisor_that_stays_finite_is_taken(fine):
+    assert TransformerConfig(attention_scale=fine).scores_divisor() == float(fine)
+
+
 # -- 2. model.causal_mask ---------------------------------------------------------------------
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("causal_mask", [True, False])

@@ -18,116 +18,25 @@ DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS))
 
 import gen_reference  # noqa: E402
+from helpers.doc_commands import (  # noqa: E402
+    PAGES,
+    documented_invocations,
+    fenced_blocks,
+    script_invocations,
+    shell_commands,
+)
 
 from minitrans.core.hydra_config import check_command_line  # noqa: E402
 
-PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
-SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
-PYTHON_M = {name.removeprefix("python -m "): name for name in gen_reference.EXTRA_COMMANDS}
-
-
 # --- commands in the pages --------------------------------------------------------------------
-
-
-def fenced_blocks(text: str) -> list[tuple[str, list[str]]]:
-    """(language, lines) of each fenced block of a Markdown text."""
-    blocks, language, lines = [], None, []
-    for line in text.split("\n"):
-        fence = re.match(r"^\s*```(\w*)", line)
-        if fence and language is None:
-            language, lines = fence.group(1), []
-        elif fence:
-            blocks.append((language, lines))
-            language = None
-        elif language is not None:
-            lines.append(line)
-    return blocks
-
-
-def shell_commands(text: str) -> list[tuple[str, bool]]:
-    """(command line, expected to fail) for each shell command of the fenced blocks: every line of
-    a bash block, and the ``$ `` lines of other blocks; continuation lines joined. A command
-    followed by a ``# error:`` line is documented as one that fails."""
-    commands: list[tuple[str, bool]] = []
-    for language, lines in fenced_blocks(text):
-        if language not in SHELL_LANGUAGES and language != "":
-            continue
-        pending = ""
-        for line in lines:
-            stripped = line.strip()
-            if stripped.startswith("# error:") and commands:
-                commands[-1] = (commands[-1][0], True)
-                continue
-            if language in ("", "console"):
-                if not stripped.startswith("$ ") and not pending:
-                    continue
-                stripped = stripped.removeprefix("$ ")
-            if not stripped or (stripped.startswith("#") and not pending):
-                continue
-            if stripped.endswith("\\"):
-                pending += stripped[:-1] + " "
-                continue
-            commands.append((pending + stripped, False))
-            pending = ""
-    return commands
-
-
-def script_invocations(command: str) -> list[tuple[str, list[str]]]:
-    """(script, its arguments) for each part of a shell command line that runs a Python file of
-    the repository (``python scripts/x.py``, ``torchrun … scripts/train.py``) or a documented
-    ``python -m`` module. Redirections and what follows ``|``, ``&&``, ``;`` end the arguments."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    tokens = list(lexer)
-    parts, current = [], []
-    for token in tokens:
-        if token in ("|", "||", "&&", ";", "&", "(", ")"):
-            parts.append(current)
-            current = []
-        else:
-            current.append(token)
-    parts.append(current)
-    found = []
-    for part in parts:
-        for index, token in enumerate(part):
-            if token == "-m" and index + 1 < len(part) and part[index + 1] in PYTHON_M:
-                script, start = PYTHON_M[part[index + 1]], index + 2
-            elif token.endswith(".py") and (ROOT / token).is_file() and _after_an_interpreter(part[:index]):
-                script, start = token, index + 1
-            else:
-                continue
-            args = []
-            rest = iter(part[start:])
-            for arg in rest:
-                if arg in (">", ">>", "<", "2>", "&>"):
-                    next(rest, None)
-                    continue
-                args.append(arg)
-            found.append((script, args))
-            break
-    return found
-
-
-def _after_an_interpreter(before: list[str]) -> bool:
-    """Whether a file name is run (``python x.py``, ``torchrun … x.py``), not an argument (``pytest x.py``)."""
-    return any(Path(token).name.startswith(("python", "torchrun")) for token in before)
-
-
-def documented_invocations() -> list[tuple[str, str, list[str], bool]]:
-    """(page, script, arguments, expected to fail) for every script run in the pages."""
-    out = []
-    for page in PAGES:
-        for command, fails in shell_commands(page.read_text(encoding="utf-8")):
-            for script, args in script_invocations(command):
-                out.append((str(page.relative_to(ROOT)), script, args, fails))
-    return out
 
 
 def problem_with(script: str, args: list[str]) -> str | None:
     """Why ``script args`` would be refused before it does anything, or None."""
     if script == "scripts/train.py":
         return check_command_line(args, str(ROOT / "conf"))
+    if script.endswith(".py") and "argparse" not in (ROOT / script).read_text(encoding="utf-8"):
+        return None  # sys.argv read by hand: no option to check
     name = script if script.startswith("python -m") else script.removeprefix("scripts/")
     parser = gen_reference.script_parser(name)
     parser.exit_on_error = False

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from helpers.checkpoints import EXPORT_SRC, EXPORT_TGT, SENTENCES, VARIANTS, build_export_checkpoint
 
 from minitrans.core.checkpoint import CheckpointError
@@ -55,6 +56,58 @@ def test_ctranslate2_translates_exactly_as_our_decoder(tmp_path, variant):
     assert engine.translate(SENTENCES, DecodingOptions(beam_size=2, length_penalty=0.0)) == ours.translate(
         SENTENCES, DecodingOptions(beam_size=2, length_penalty=0.0)
     )
+
+
+# Every teaching switch of docs/claims.md, alone and together; d_k=16 with two heads of d_model 16
+# makes the engine's head_dim differ from d_model / num_heads under a scale.
+SWITCHES = {
+    "attention_scale=none": {"attention_scale": "none"},
+    "attention_scale=2, d_k=16": {"attention_scale": "2", "d_k": 16},
+    "attention_scale=0.3": {"attention_scale": "0.3"},
+    "cross_attention=fixed_mean": {"cross_attention": "fixed_mean"},
+    "positions=none": {"positions": "none"},
+    "positions=learned": {"positions": "learned"},
+    "causal_mask=false": {"causal_mask": False},
+    "all at once": {"attention_scale": "none", "cross_attention": "fixed_mean", "positions": "none", "d_k": 16},
+}
+
+
+@needs_ct2
+@pytest.mark.parametrize("switch", SWITCHES)
+def test_an_export_of_every_teaching_switch_translates_as_the_run(tmp_path, switch):
+    """The export carries what the switched model computes when it translates: the same
+    outputs, greedy and beam, and the same log-probabilities (cached decoding: the engine's)."""
+    checkpoint = build_export_checkpoint(tmp_path / "best.pt", 1.0, **SWITCHES[switch])
+    ours = Translator.from_checkpoint(checkpoint, "cpu")
+    engine = Ct2Translator.from_folder(export_ctranslate2(checkpoint, tmp_path / "ct2"), threads=1)
+    src_ids = ours.encode([sentence for sentence in SENTENCES if sentence.strip()])
+    for beam in (1, 4):
+        expected = ours.search_encoded(src_ids, DecodingOptions(beam_size=beam))
+        found = engine.search_encoded(src_ids, DecodingOptions(beam_size=beam))
+        assert [h.ids for (h,) in found] == [h.ids for (h,) in expected], (switch, beam)
+        assert [h.log_prob for (h,) in found] == pytest.approx([h.log_prob for (h,) in expected], abs=1e-3)
+    assert len({len(h.ids) for (h,) in expected}) >= 3  # outputs of several lengths: the comparison means something
+
+
+@needs_ct2
+def test_folding_the_scale_into_the_query_weights_leaves_the_model_alone(tmp_path):
+    from minitrans.inference.export import transformer_spec
+
+    checkpoint = build_export_checkpoint(tmp_path / "best.pt", attention_scale="0.3", cross_attention="fixed_mean")
+    translator = Translator.from_checkpoint(checkpoint, "cpu")
+    before = {name: value.clone() for name, value in translator.model.state_dict().items()}
+    transformer_spec(translator.model, translator.tokenizer)
+    assert all(torch.equal(before[name], value) for name, value in translator.model.state_dict().items())
+
+
+@needs_ct2
+@pytest.mark.parametrize("quantization", ["float16", "int8_float16"])
+def test_a_scale_whose_query_weights_overflow_float16_is_refused_in_one_line(tmp_path, quantization):
+    checkpoint = build_export_checkpoint(tmp_path / "best.pt", attention_scale="1e-6")
+    with pytest.raises(ExportError, match=rf"^cannot export with quantization {quantization}: .*past float16's") as e:
+        export_ctranslate2(checkpoint, tmp_path / "ct2", quantization=quantization)
+    assert "\n" not in str(e.value) and not (tmp_path / "ct2").exists()
+    export_ctranslate2(checkpoint, tmp_path / "bf16", quantization="bfloat16")  # float32's range: fine
 
 
 @needs_ct2

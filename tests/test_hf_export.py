@@ -151,6 +151,36 @@ def test_a_folder_whose_config_does_not_match_its_weights_is_one_error(shared, t
         Translator.from_pretrained(tmp_path, "cpu")
 
 
+@pytest.mark.parametrize("scale", ["1e-45", "1e-30", 1e-300])
+def test_an_overflowing_attention_scale_in_a_shared_config_is_refused_naming_it(shared, tmp_path, scale):
+    """A divisor whose scores overflow float32 would translate to NaN pieces or empty lines."""
+    _, folder = shared
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for path in folder.iterdir():
+        (bad / path.name).write_bytes(path.read_bytes())
+    config = json.loads((bad / "config.json").read_text())
+    config["config"]["model"]["attention_scale"] = scale
+    (bad / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=r"model\.attention_scale: .* is less than 1e-06: .*overflow") as refused:
+        load_translator(bad, "cpu")
+    assert "\n" not in str(refused.value)
+
+
+def test_both_cards_name_the_teaching_switches_a_model_trained_with(shared, tmp_path):
+    from minitrans.inference.model_card import model_card
+
+    run = make_run(tmp_path, positions="none", causal_mask=False, attention_scale="2")
+    folder, _ = export_hf(run, tmp_path / "switched")
+    readme = (folder / "README.md").read_text()
+    assert "teaching switches (`model.attention_scale=2`, `model.causal_mask=false`, `model.positions=none`)" in readme
+    info = model_card(Translator.from_pretrained(folder, "cpu"))
+    assert "switches:   model.attention_scale=2, model.causal_mask=false, model.positions=none (teaching" in info
+    _, plain = shared
+    assert "teaching switch" not in (plain / "README.md").read_text()
+    assert "switches:" not in model_card(Translator.from_pretrained(plain, "cpu"))
+
+
 class FakeHub:
     """huggingface_hub.HfApi's two calls, recorded."""
 

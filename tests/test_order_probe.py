@@ -88,3 +88,28 @@ def test_the_script_writes_each_runs_probe_and_skips_another_corpus(tmp_path, ca
     assert summary["order_probe_sentences"] == 8 and 0.0 <= summary["order_probe_right"] <= 1.0
     assert len(summary["order_probe_examples"]) == 4
     assert script.main([str(run), "--sets", "2"]) == 1  # nothing measured
+
+
+def test_the_script_probes_a_shared_folder_and_a_ctranslate2_export_as_their_run(tmp_path, capsys, monkeypatch):
+    """Both translate as the run does, so they score as it does (each result beside its model)."""
+    monkeypatch.setenv("MINITRANS_CACHE_DIR", str(tmp_path / "cache"))  # not the user's cache
+    import importlib.util
+    import json
+
+    from helpers.checkpoints import build_checkpoint
+    from helpers.scripts import load_script
+
+    from minitrans.inference.hf_export import export_hf
+
+    run = tmp_path / "generated"
+    build_checkpoint(run / "checkpoints" / "best.pt", data=DataConfig(num_train=50, cache_dir=str(tmp_path / "cache")))
+    folders = [export_hf(run, tmp_path / "shared")[0]]
+    if importlib.util.find_spec("ctranslate2") is not None:
+        from minitrans.inference.export import export_ctranslate2
+
+        folders.append(export_ctranslate2(run, tmp_path / "ct2"))
+    script = load_script("order_probe")
+    assert script.main([str(run), *map(str, folders), "--sets", "2"]) == 0, capsys.readouterr().err
+    expected = json.loads((run / "order_probe.json").read_text())
+    for folder in folders:
+        assert json.loads((folder / "order_probe.json").read_text()) == expected, folder

@@ -82,14 +82,15 @@ def _number(value: float) -> str:
     return "inf" if value == math.inf else f"{value:,}".replace(",", "_") if value >= 100_000 else f"{value:g}"
 
 
-def positive_number(key: str, value: str, words: str) -> float:
+def positive_number(key: str, value: str, words: str, least: float = 0.0, below: str = "") -> float:
     """``value`` read as a positive finite number, else a ConfigError naming ``key`` and the
-    ``words`` the key also takes."""
+    ``words`` the key also takes; one less than ``least`` is refused saying what goes wrong ``below``."""
     try:
         number = float(value)
     except ValueError:
         number = math.nan
     check(math.isfinite(number) and number > 0, key, f"expected {words} or a positive number, got {value!r}")
+    check(number >= least, key, f"{value} is less than {least:g}: {below}")
     return number
 
 

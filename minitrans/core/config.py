@@ -72,7 +72,7 @@ class TransformerConfig:
     # Teaching switches (docs/claims.md): each takes away one piece the notes give a reason for.
     # Both implementations honour every one of them; the RNN schemas have none of them.
     attention_scale: str = knob(
-        "sqrt_dk", "the scores' divisor: sqrt_dk (QKᵀ/√Dk), none (raw QKᵀ), or a number N (QKᵀ/N)"
+        "sqrt_dk", "the scores' divisor: sqrt_dk (QKᵀ/√Dk), none (raw QKᵀ), or a number N ≥ 1e-6 (QKᵀ/N)"
     )
     causal_mask: bool = knob(True, "false removes the decoder's causal mask: it sees the future (warns; teaching)")
     positions: str = knob("sinusoidal", "sinusoidal | learned (a trained table) | none (no order information)")
@@ -122,7 +122,8 @@ class TransformerConfig:
         value = str(self.attention_scale)
         if value in ("sqrt_dk", "none"):
             return None if value == "sqrt_dk" else 1.0
-        return positive_number("model.attention_scale", value, "sqrt_dk, none")
+        overflow = "the scores (in training their gradients first) overflow float32 and attention gives NaN"
+        return positive_number("model.attention_scale", value, "sqrt_dk, none", least=1e-6, below=overflow)
 
 
 @dataclass

@@ -18,11 +18,18 @@ projection) from our weights; the engine then validates, quantises and writes it
   use another frequency step than ours (interleaved sin/cos from position 0), so our own table is
   shipped as the position-encoding weights of both stacks;
 - a per-head width ``d_k`` other than d_model / num_heads is the spec's ``head_dim``
-  (CTranslate2 scales scores by 1/√head_dim); LayerNorm's epsilon travels in the config.
+  (CTranslate2 scales scores by 1/√head_dim); LayerNorm's epsilon travels in the config;
+- the teaching switches (docs/claims.md) travel in the weights: a scores' scale s other than
+  1/√Dk (``model.attention_scale``) multiplies the query projection by s·√Dk, which the engine's
+  1/√Dk turns back into s (bit for bit when s·√Dk is a power of two, as for ``none`` at d_k 4,
+  16 or 64; else to float rounding); fixed-mean cross-attention is a scale of 0, a query projection of
+  zeros, so every score is 0 and each source token gets the same weight; ``positions=learned``
+  ships its table and ``positions=none`` a table of zeros; without the causal mask the engine
+  decodes as our cached decoding does (each step sees only the steps before it).
 
 What the engine cannot represent is refused with one line (:class:`ExportError`): the RNN
-models, and ``d_v`` different from ``d_k`` (CTranslate2 splits keys and values into heads of
-one width).
+models, ``d_v`` different from ``d_k`` (CTranslate2 splits keys and values into heads of
+one width), and a float16 quantization of query weights a scale made too large for float16.
 
 The exported folder is self-contained: ``model.bin``, ``config.json`` and the vocabularies
 (CTranslate2's), the SentencePiece models (``src.model``, and ``tgt.model`` for separate
@@ -46,6 +53,7 @@ from torch import nn
 from minitrans.core.textio import read_json
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.ct2 import METADATA, import_ctranslate2
+from minitrans.models.attention import MultiHeadAttention
 from minitrans.models.transformer import Transformer
 
 FORMAT = "minitrans-ctranslate2"
@@ -88,6 +96,13 @@ def _set_norm(spec, norm: nn.LayerNorm) -> None:
     spec.gamma, spec.beta = _array(norm.weight), _array(norm.bias)
 
 
+def query_factor(attention) -> float | None:
+    """What the query projection is multiplied by so that the engine's own 1/√Dk gives this
+    module's scores: s·√Dk for a scale s (0 for fixed-mean cross-attention, whose scores are all
+    0); None where the module divides by √Dk itself."""
+    return None if attention.scale is None else attention.scale * attention.d_k**0.5
+
+
 def _set_attention(spec, block, attention) -> None:
     _set_norm(spec.layer_norm, block.norm)
     if attention.is_cross:
@@ -95,7 +110,50 @@ def _set_attention(spec, block, attention) -> None:
         _set_linear(spec.linear[1], attention.kv_proj)  # K then V: CTranslate2's fused order
     else:
         _set_linear(spec.linear[0], attention.qkv_proj)  # Q, K, V: CTranslate2's fused order
+    factor = query_factor(attention)
+    if factor is not None:
+        # (x Wᵀ + b)·s = (x (cW)ᵀ + cb) / √Dk with c = s·√Dk: the query rows carry the scale,
+        # the engine's attention is left as it is. Q's rows come first in the fused projection.
+        # (The arrays may share the model's memory: scaled into copies, the model is left alone.)
+        query, rows = spec.linear[0], attention.num_heads * attention.d_k
+        scale = np.ones(query.weight.shape[0], dtype=np.float32)  # (rows of the projection,)
+        scale[:rows] = factor
+        query.weight = query.weight * scale[:, None]
+        if isinstance(query.bias, np.ndarray):
+            query.bias = query.bias * scale
     _set_linear(spec.linear[-1], attention.out_proj)
+
+
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def check_quantizable(model: Transformer, quantization: str | None) -> None:
+    """:class:`ExportError` when a float16 type cannot hold the query weights that carry the
+    scores' scale (:func:`query_factor`): they would be stored as inf and translate to noise."""
+    if quantization is None or quantization not in ("float16", "int8_float16"):
+        return
+    for name, module in model.named_modules():
+        factor = query_factor(module) if isinstance(module, MultiHeadAttention) else None
+        if not factor:
+            continue
+        projection = module.q_proj if module.is_cross else module.qkv_proj
+        rows = module.num_heads * module.d_k
+        weights = [projection.weight[:rows]] + ([projection.bias[:rows]] if projection.bias is not None else [])
+        largest = factor * max(float(part.detach().abs().max()) for part in weights)
+        if largest > FLOAT16_MAX:
+            raise ExportError(
+                f"cannot export with quantization {quantization}: the scores' scale folded into {name}'s query "
+                f"weights makes them as large as {largest:.3g}, past float16's {FLOAT16_MAX:g}; "
+                "use float32, bfloat16 or int8"
+            )
+
+
+def _positions(model: Transformer) -> np.ndarray:
+    """What the model adds to each position's embedding, as a (max_len, D) table: its sinusoids,
+    its learned table, or zeros (``positions=none``)."""
+    length = model.positions.max_len
+    with torch.no_grad():
+        return _array(torch.zeros(length, model.d_model) + model.positions(length))  # (L, D)
 
 
 def _set_ffn(spec, layer) -> None:
@@ -118,7 +176,7 @@ def transformer_spec(model: Transformer, tokenizer: Tokenizer):
     decoder = transformer_spec.TransformerDecoderSpec(
         len(model.decoder_layers), head_dim=head_dim, alignment_layer=-1, alignment_heads=0, **options
     )
-    positions = _array(model.positions.table)  # (max_len, D): ours, not the engine's own sinusoids
+    positions = _positions(model)  # (max_len, D): ours, not the engine's own sinusoids
 
     encoder.embeddings[0].weight = _array(model.src_embed.weight)
     encoder.position_encodings.encodings = positions
@@ -190,6 +248,7 @@ def export_ctranslate2(
     out_dir = check_replaceable(out_dir, force, keep=checkpoint)
     translator = Translator.from_checkpoint(checkpoint, "cpu")
     check_exportable(translator.model)
+    check_quantizable(translator.model, quantization)
     tokenizer = translator.tokenizer
     metadata = {
         "format": FORMAT,

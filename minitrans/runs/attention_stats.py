@@ -9,6 +9,8 @@ Maps are :meth:`minitrans.inference.translator.Translator.attention_maps`' ``{ki
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from torch import Tensor
 
@@ -55,6 +57,55 @@ def measure_attention_stats(translator, src_ids: list[list[int]], tgt_ids: list[
     return {"entropy": mean, "future_share": {key: sum(values) / len(values) for key, values in future.items()}}
 
 
+CARD_FORMATS = (".png", ".svg", ".pdf")
+_RUN_RECORDS = ("summary.json", "config.yaml", "overrides.yaml", "hydra.yaml", "minitrans.json", "config.json")
+
+
+def _owned_by_a_run(path: Path) -> bool:
+    """A file a run or an export wrote and reads back: a checkpoint, weights, its record."""
+    return (
+        path.suffix in (".pt", ".safetensors", ".bin", ".model")
+        or path.parent.name in ("checkpoints", ".hydra")
+        or path.name in _RUN_RECORDS
+    )
+
+
+def check_outputs(translator, out: Path | None, card: Path | None) -> None:
+    """Refuse, before anything is measured, outputs that cannot be written or would replace what
+    this tool did not write: a folder, the model read, a run's checkpoint or record, a JSON file
+    not of this tool, a card in a format matplotlib would not write, a card for a model with no
+    decoder self-attention. Raises ValueError, one line."""
+    named = [(flag, Path(path)) for flag, path in (("--out", out), ("--card", card)) if path is not None]
+    if len(named) == 2 and named[0][1].resolve() == named[1][1].resolve():
+        raise ValueError(f"--out and --card name one file, {out}; name two")
+    model_file = Path(translator.path).resolve() if translator.path is not None else None
+    for flag, path in named:
+        if path.is_dir():
+            raise ValueError(f"{flag} {path} is a folder; name a file in it")
+        above = next((folder for folder in path.parents if folder.exists()), None)
+        if above is not None and not above.is_dir():
+            raise ValueError(f"{flag} {path}: {above} is a file, not a folder")
+        if path.exists() and (path.resolve() == model_file or _owned_by_a_run(path.resolve())):
+            raise ValueError(f"{flag} {path} would replace a file of a run or a model; name a new file")
+    if out is not None and Path(out).exists() and not _is_ours(Path(out)):
+        raise ValueError(f"--out {out} exists and is not an earlier attention_stats.py result; name a new file")
+    if card is not None:
+        if Path(card).suffix.lower() not in CARD_FORMATS:
+            raise ValueError(f"--card {card}: name a .png, .svg or .pdf file")
+        if "dec_self" not in translator.attention_maps([translator.tokenizer.eos_id], []):
+            raise ValueError("--card draws the decoder's self-attention, and this model's decoder has none")
+
+
+def _is_ours(path: Path) -> bool:
+    from minitrans.core.textio import read_json
+
+    try:
+        found = read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(found, dict) and {"entropy", "future_share"} <= set(found)
+
+
 def future_card(translator, src_ids: list[int], tgt_ids: list[int], title: str):
     """The decoder self-attention head with the most weight on later positions, for one pair
     teacher-forced, as an attention card (rows: decoder inputs; columns: the same positions)."""
@@ -68,4 +119,12 @@ def future_card(translator, src_ids: list[int], tgt_ids: list[int], title: str):
     return attention_card(layers[layer][head], tgt_in_tokens, tgt_in_tokens, heading)
 
 
-__all__ = ["attention_entropy", "future_card", "future_share", "measure_attention_stats", "row_entropy"]
+__all__ = [
+    "CARD_FORMATS",
+    "attention_entropy",
+    "check_outputs",
+    "future_card",
+    "future_share",
+    "measure_attention_stats",
+    "row_entropy",
+]
