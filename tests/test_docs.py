@@ -227,10 +227,11 @@ def test_the_navigation_separates_learning_from_using_from_reference():
     nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
     sections = {name: _nav_pages(value) for entry in nav for name, value in entry.items() if isinstance(value, list)}
     assert list(sections) == ["Learn", "Use", "Reference / Development"]
-    assert sections["Learn"][:5] == [
+    assert sections["Learn"][:6] == [
         "getting-started.md",
         "tutorial/index.md",
         "tutorial/attention_tour.ipynb",
+        "tutorial/from_an_empty_file.ipynb",
         "concepts.md",
         "attention-measured.md",
     ]
