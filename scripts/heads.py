@@ -25,7 +25,7 @@ from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
 from minitrans.core.checks import cli_number
 from minitrans.core.config import DEVICES
-from minitrans.core.decoding_options import DecodingOptions
+from minitrans.core.decoding_options import DecodingOptions, run_settings
 from minitrans.core.textio import plain_truncation_warnings
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split
@@ -105,7 +105,8 @@ def ablation_report(translator, sources, references, src_ids, tgt_ids, args, out
     def measure() -> dict[str, float]:
         scores = {"loss": validation_loss(translator.model, split, args.batch_tokens, translator.device)}
         if args.bleu_limit:
-            scores["bleu"] = evaluate_split(translator, split, DecodingOptions(), limit=args.bleu_limit)[0]["bleu"]
+            options = DecodingOptions(**run_settings(translator.run_config))  # greedy, as the run decodes
+            scores["bleu"] = evaluate_split(translator, split, options, limit=args.bleu_limit)[0]["bleu"]
         return scores
 
     ablation = ablate_heads(translator.model, measure)
