@@ -274,7 +274,7 @@ def test_every_spelling_hydra_takes_for_the_run_folder_is_refused_before_hydra_w
 
 
 def test_a_quoted_run_folder_is_locked_by_its_own_name(tmp_path, monkeypatch):
-    from minitrans.core.run_folder import named_run_dir
+    from minitrans.core.hydra_config import named_run_dir
     from minitrans.training import job
 
     monkeypatch.chdir(tmp_path)

@@ -111,6 +111,47 @@ def parse_hydra_command_line(args: list[str]):
         return None
 
 
+def named_run_dir(args: list[str], key: str | None = None) -> tuple[str, str] | None:
+    """The folder a command line gives Hydra for ``key`` (``hydra.run.dir``; by default
+    ``hydra.sweep.dir`` for a sweep), as ``(key, folder)``, or None when it names none. Read by
+    Hydra's own parsers, so every spelling Hydra takes counts: ``++hydra.run.dir=X``, a quoted
+    ``hydra.run.dir="X"`` (the folder ``X``), ``hydra.run={dir:X}``, ``hydra={run:{dir:X}}``;
+    the last one wins, as in Hydra. A spelling Hydra refuses (``+hydra.run.dir=X``: the key
+    exists) names nothing: Hydra says why, before it writes anything."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import OverrideType
+
+    parsed = parse_hydra_command_line(args)
+    if parsed is None:
+        return None
+    try:
+        overrides = OverridesParser.create().parse_overrides(parsed.overrides)
+    except Exception:  # a syntax error: Hydra reports it in its own words
+        return None
+    if key is None:
+        is_sweep = parsed.multirun or any(
+            o.key_or_group == "hydra.mode" and not o.is_sweep_override() and str(o.value()) == "MULTIRUN"
+            for o in overrides
+        )
+        key = "hydra.sweep.dir" if is_sweep else "hydra.run.dir"
+    target, found = key.split("."), None
+    for override in overrides:
+        path = override.key_or_group.split(".")
+        if path != target[: len(path)] or override.package or override.type == OverrideType.ADD:
+            continue
+        if override.type == OverrideType.DEL or override.is_sweep_override():
+            found = None  # Hydra refuses both for the run folder; nothing to hold
+            continue
+        value = override.value()
+        for part in target[len(path) :]:  # into a dict value: hydra.run={dir:X}
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, dict | list) or (value is None and len(path) == len(target)):
+            found = None
+        elif value is not None:
+            found = str(value)
+    return None if found is None else (key, found)
+
+
 def _explain(error: BaseException, key: str | None) -> str:
     """One line naming the key and the problem, from Hydra's / OmegaConf's exception chain."""
     import dataclasses

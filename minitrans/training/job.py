@@ -276,7 +276,8 @@ def hold_run_dir_argument(args: list[str]) -> str | None:
     Hydra must resolve (``${...}``) is locked by the trainer (a sweep's: each job's, only)."""
     global _run_dir_lock
     from minitrans.core.checks import ConfigError
-    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down, named_run_dir
+    from minitrans.core.hydra_config import named_run_dir
+    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down
 
     named = named_run_dir(args)  # every spelling Hydra takes: ++hydra.run.dir=X, 'hydra.run.dir="X"', ...
     if named is None:
@@ -299,7 +300,8 @@ def torchrun_overrides(args: list[str]) -> list[str]:
     and only rank 0 writes Hydra's files and logs. Nothing to add for a lone process."""
     if int(os.environ.get("WORLD_SIZE", 1)) <= 1:
         return []
-    from minitrans.core.run_folder import claim_new_folder, named_run_dir
+    from minitrans.core.hydra_config import named_run_dir
+    from minitrans.core.run_folder import claim_new_folder
     from minitrans.training import distributed
 
     info = distributed.init()
