@@ -235,3 +235,27 @@ def test_scoring_text_is_the_text_the_model_reads():
     spaces = "".join(map(chr, _whitespace()))
     for text in [f"{spaces}Ma\u0308dchen{spaces}und\u00a0\u3000Junge\u037e ", "a\u200bb  c", "", " \t\n"]:
         assert scoring_text(text) == model_text(text)
+
+
+def test_preparation_says_when_the_references_hold_characters_the_model_rewrites(tiny_config):
+    import datasets
+
+    from minitrans.data.corpus import PreparedCorpus
+    from minitrans.training.run_data import rewritten_note
+
+    cfg = tiny_config()
+    split = {"src": ["Where is it?", "What time is it?", "Good."], "tgt": [*GREEK_REF, "Καλά."]}
+    splits = {
+        name: datasets.Dataset.from_dict(split) for name in ["train", cfg.data.valid_split, *cfg.data.test_splits]
+    }
+    corpus = PreparedCorpus(datasets.DatasetDict(splits), {}, "key")
+    report, line = rewritten_note(cfg, corpus)
+    lines = 3 * len({cfg.data.valid_split, *cfg.data.test_splits})
+    assert report == {"lines": 2 * lines // 3, "of": lines, "characters": ["U+037E"]}
+    assert f"{2 * lines // 3:,} of {lines:,} reference lines" in line and "U+037E GREEK QUESTION MARK" in line
+    assert "norm:nfc" in line and "\n" not in line
+    written = rewritten_note(tiny_config("trainer.bleu_as_written=true"), corpus)[1]
+    assert "scored as written" in written
+    plain = {"src": split["src"], "tgt": GREEK_HYP + ["Καλά."]}
+    corpus.splits.update({name: datasets.Dataset.from_dict(plain) for name in splits})
+    assert rewritten_note(cfg, corpus) is None
