@@ -7,14 +7,16 @@ corpus is regenerated from its seed; a folder of files (data=parallel, Multi30k)
 (Multi30k: else data/multi30k); a split the run held out of training is drawn again exactly.
 Reports BLEU (cased, detokenised; sacrebleu's tokenizer for the target language: zh, ja-mecab,
 ko-mecab, else 13a, or --bleu-tokenize), chrF and lower-cased
-BLEU, and BLEU by source length. It decodes as the run's own test evaluation did (its
+BLEU, and BLEU by source length, both sides as the model writes text (NFC, whitespace folded:
+a reference's U+037E is the ``;`` the model writes; ``norm:nfc`` in the signatures) unless
+--score-as-written. It decodes as the run's own test evaluation did (its
 trainer.length_penalty and trainer.max_output_ratio) unless --length-penalty or
 --max-output-ratio say otherwise, and then says so in a ``note:`` line. Writes NAME.hyp.txt and
 NAME.json into --out, by default RUN/eval/, where RUN is the run folder (for a .pt file inside
 RUN/checkpoints/, that RUN; else the file's folder), and where compare.py finds them. NAME says
 everything that changes the figure: the split, the beam, a checkpoint other than best.pt, the
 length penalty (beam search only), the output ratio, BLEU's tokenizer, ``spaces`` for
---keep-spaces, and --limit when it cuts the split (test.beam5.averaged.lp1.ratio1.5.tok13a.first10),
+--keep-spaces, ``written`` for --score-as-written, and --limit when it cuts the split (test.beam5.averaged.lp1.ratio1.5.tok13a.first10),
 so a report is only ever replaced by one of the same thing. Given a second model (OTHER), both
 are evaluated on the first's split, and sacrebleu's paired bootstrap gives the BLEU and chrF
 difference (second minus first), its 95 % interval, its p-value and whether it is larger than
@@ -81,6 +83,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="score a pre-segmented Japanese or Chinese target with its spaces (default: the run's "
         "trainer.bleu_keep_spaces, else removed before ja-mecab / zh tokenise it)",
+    )
+    parser.add_argument(
+        "--score-as-written",
+        action="store_true",
+        help="score the references as written (default: the run's trainer.bleu_as_written, else both sides "
+        "as the model writes text: NFC, whitespace folded; the signatures end in norm:nfc or norm:none)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)

@@ -433,6 +433,16 @@ def test_the_summary_line_says_when_validation_bleu_is_of_a_sample():
     assert "valid BLEU 16.70 loss 2.000" in summary_line(summary, "run")
 
 
+def test_the_summary_line_names_how_its_bleu_was_tokenised():
+    test = {"bleu": 20.0, "chrf": 40.0, "bleu_tokenize": "zh", "bleu_signature": "nrefs:1|tok:zh|norm:nfc"}
+    valid = {"bleu": 16.7, "loss": 2.0}
+    summary = RunSummary(model="transformer", params=10, steps=3000, train_seconds=1.0, test=test, valid=valid)
+    assert "test BLEU 20.00 chrF 40.00 [tokenize zh, norm:nfc] | valid" in summary_line(summary, "run")
+    assert "| 3,000 steps," in summary_line(summary, "run")
+    summary.test = {"bleu": 20.0, "chrf": 40.0}  # a summary written before the tokenizer was recorded
+    assert "test BLEU 20.00 chrF 40.00 | valid" in summary_line(summary, "run")
+
+
 def test_a_fifo_as_summary_json_is_skipped_not_waited_on(tmp_path):
     import os
     import signal

@@ -92,6 +92,14 @@ def test_the_quoted_schema_field_has_todays_default():
     assert f"d_ff: int = knob({TransformerConfig().d_ff}," in text
 
 
+def test_getting_started_says_bleus_tokenizer_follows_the_target_language():
+    text = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    sentence = next(line for line in text.splitlines() if "BLEU is sacrebleu's corpus BLEU" in line)
+    assert "for this target language" in sentence
+    assert all(f"`{name}`" in sentence for name in ("13a", "zh", "ja-mecab", "ko-mecab", "intl", "norm:nfc"))
+    assert "[tokenize 13a, norm:nfc] |" in text  # the run's last line, as summary_line writes it
+
+
 def test_the_checker_finds_a_misspelt_option_and_key(capsys):
     (command,) = shell_commands("```bash\npython scripts/translate.py RUN --bean 5 > out.txt  # typo\n```")
     ((script, args),) = script_invocations(command[0])

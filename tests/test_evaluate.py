@@ -364,3 +364,47 @@ def test_what_cannot_be_paired_is_one_error_line(evaluate, generated_run, tmp_pa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
     assert not (run / "eval").exists()
+
+
+def test_references_are_scored_as_the_model_writes_them_unless_told_as_written(evaluate, tmp_path, capsys):
+    """References ending in U+037E (the Greek question mark, which NFC makes ";") against
+    hypotheses ending in ";": the same text to a reader and to the model."""
+    root, run = tmp_path / "multi30k", tmp_path / "run"
+    root.mkdir()
+    references = [line.rstrip(".") + "\u037e" for line in EN if line]
+    (root / "test_2016_flickr.de").write_text("\n".join(d for d in DE if d) + "\n", encoding="utf-8")
+    (root / "test_2016_flickr.en").write_text("\n".join(references) + "\n", encoding="utf-8")
+    data = DataConfig(
+        name="multi30k", src_lang="de", tgt_lang="en", valid_split="val", test_splits=["test_2016_flickr"]
+    )
+    build_cased_checkpoint(run / "checkpoints" / "best.pt", data)
+    hypotheses = tmp_path / "hyp.txt"
+    hypotheses.write_text("".join(r.replace("\u037e", ";") + "\n" for r in references), encoding="utf-8")
+    args = [str(run), "--split", "test", "--data-root", str(root), "--hypotheses", str(hypotheses), "--device", "cpu"]
+    assert evaluate(args) == 0
+    assert "BLEU 100.00  chrF 100.00  [tokenize 13a, norm:nfc]" in capsys.readouterr().out
+    assert evaluate([*args, "--score-as-written"]) == 0
+    out = capsys.readouterr().out
+    assert "BLEU 100.00" not in out and "[tokenize 13a, norm:none]" in out
+    assert evaluate([str(run), "--split", "test", "--data-root", str(root), "--device", "cpu", "--limit", "2"]) == 0
+    assert (
+        evaluate(
+            [
+                str(run),
+                "--split",
+                "test",
+                "--data-root",
+                str(root),
+                "--device",
+                "cpu",
+                "--limit",
+                "2",
+                "--score-as-written",
+            ]
+        )
+        == 0
+    )
+    normalized = json.loads((run / "eval" / "test_2016_flickr.beam1.ratio1.5.tok13a.first2.json").read_text())
+    written = json.loads((run / "eval" / "test_2016_flickr.beam1.ratio1.5.tok13a.written.first2.json").read_text())
+    assert normalized["bleu_signature"].endswith("|norm:nfc") and not normalized["as_written"]
+    assert written["bleu_signature"].endswith("|norm:none") and written["as_written"]

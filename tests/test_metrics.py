@@ -208,3 +208,54 @@ def test_a_pre_segmented_target_is_reported_once_at_preparation(tiny_config):
     written = {"src": pairs["src"], "tgt": ["私は猫が好きです", "猫です"]}
     corpus.splits["train"] = datasets.Dataset.from_dict(written)
     assert segmentation_note(tiny_config("data.tgt_lang=zh"), corpus) is None
+
+
+# the Greek question mark U+037E, which NFC makes ";", the character the model writes
+GREEK_REF = ["Πού είναι ο σταθμός\u037e", "Τι ώρα είναι\u037e"]
+GREEK_HYP = ["Πού είναι ο σταθμός;", "Τι ώρα είναι;"]
+
+
+def test_both_sides_are_scored_as_the_model_writes_text_unless_as_written():
+    scores = corpus_scores(GREEK_HYP, GREEK_REF, tgt_lang="el")
+    assert scores["bleu"] == pytest.approx(100.0) and scores["chrf"] == pytest.approx(100.0)
+    assert scores["bleu_signature"].endswith("|norm:nfc") and scores["chrf_signature"].endswith("|norm:nfc")
+    written = corpus_scores(GREEK_HYP, GREEK_REF, tgt_lang="el", as_written=True)
+    assert written["bleu"] < 100.0 and written["chrf"] < 100.0
+    assert written["bleu_signature"].endswith("|norm:none") and written["chrf_signature"].endswith("|norm:none")
+    assert written["bleu"] == pytest.approx(sacrebleu.corpus_bleu(GREEK_HYP, [GREEK_REF]).score)
+    rows = bleu_by_length(GREEK_REF, GREEK_HYP, GREEK_REF, tgt_lang="el")
+    assert [row["bleu"] for row in rows] == [pytest.approx(100.0)]
+    assert bleu_by_length(GREEK_REF, GREEK_HYP, GREEK_REF, tgt_lang="el", as_written=True)[0]["bleu"] < 100.0
+
+
+def test_scoring_text_is_the_text_the_model_reads():
+    from minitrans.core.metrics import scoring_text
+    from minitrans.data.tokenizer import _whitespace, model_text
+
+    spaces = "".join(map(chr, _whitespace()))
+    for text in [f"{spaces}Ma\u0308dchen{spaces}und\u00a0\u3000Junge\u037e ", "a\u200bb  c", "", " \t\n"]:
+        assert scoring_text(text) == model_text(text)
+
+
+def test_preparation_says_when_the_references_hold_characters_the_model_rewrites(tiny_config):
+    import datasets
+
+    from minitrans.data.corpus import PreparedCorpus
+    from minitrans.training.run_data import rewritten_note
+
+    cfg = tiny_config()
+    split = {"src": ["Where is it?", "What time is it?", "Good."], "tgt": [*GREEK_REF, "Καλά."]}
+    splits = {
+        name: datasets.Dataset.from_dict(split) for name in ["train", cfg.data.valid_split, *cfg.data.test_splits]
+    }
+    corpus = PreparedCorpus(datasets.DatasetDict(splits), {}, "key")
+    report, line = rewritten_note(cfg, corpus)
+    lines = 3 * len({cfg.data.valid_split, *cfg.data.test_splits})
+    assert report == {"lines": 2 * lines // 3, "of": lines, "characters": ["U+037E"]}
+    assert f"{2 * lines // 3:,} of {lines:,} reference lines" in line and "U+037E GREEK QUESTION MARK" in line
+    assert "norm:nfc" in line and "\n" not in line
+    written = rewritten_note(tiny_config("trainer.bleu_as_written=true"), corpus)[1]
+    assert "scored as written" in written
+    plain = {"src": split["src"], "tgt": GREEK_HYP + ["Καλά."]}
+    corpus.splits.update({name: datasets.Dataset.from_dict(plain) for name in splits})
+    assert rewritten_note(cfg, corpus) is None

@@ -417,3 +417,22 @@ def test_the_record_of_decomposed_sources_holds_the_letters_the_model_reads(tmp_
     assert "\u0308" not in record.characters and "ä" in record.characters
     assert "mädchen" in record.word_counts and "ma" not in record.word_counts
     assert record.warnings("das Mädchen läuft über die Straße .") == []
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        (DataConfig(name="hf", path="corpora/ell.jsonl", src_lang="en", tgt_lang="el"), "hf: corpora/ell.jsonl;"),
+        (DataConfig(name="hf", path="wmt/wmt14", subset="de-en", src_lang="en"), "hf: wmt/wmt14 (de-en);"),
+        (DataConfig(name="parallel", root="corpora/en-el", src_lang="en", tgt_lang="el"), "parallel: corpora/en-el;"),
+    ],
+)
+def test_the_model_card_names_the_corpus_file_not_only_its_kind(tmp_path, data, named):
+    from helpers.checkpoints import build_cased_checkpoint
+
+    from minitrans.inference.loading import load_translator
+    from minitrans.inference.model_card import model_card
+
+    path = build_cased_checkpoint(tmp_path / "best.pt", data)
+    (line,) = [line for line in model_card(load_translator(path, "cpu")).splitlines() if line.startswith("corpus:")]
+    assert line.startswith(f"corpus:     {named}"), line

@@ -356,6 +356,15 @@ def test_a_resume_restores_the_random_generators_and_says_where_it_resumed(train
     assert trainer.state.step == 6
 
 
+def test_the_opening_line_counts_the_training_pairs_with_thousands_separators(tiny_config, tmp_path, caplog):
+    trainer = Trainer(tiny_config("data.num_train=1200"), tmp_path / "run")
+    with caplog.at_level(logging.INFO, logger="minitrans.training"):
+        trainer._open_log()
+    trainer.writer.close()
+    (line,) = [record.getMessage() for record in caplog.records if record.getMessage().startswith("model ")]
+    assert re.search(r"; 1,\d{3} training pairs;", line), line
+
+
 def test_resuming_another_number_of_processes_warns_that_dropout_will_differ(trained, tiny_config, tmp_path, caplog):
     run = resumable(trained, tmp_path, lambda payload: payload.update(rng=payload["rng"] * 2))
     with caplog.at_level(logging.WARNING, logger="minitrans.training"):

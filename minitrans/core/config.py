@@ -285,6 +285,10 @@ class TrainerConfig:
         False,
         "score a pre-segmented Japanese or Chinese target with its spaces (default: removed before ja-mecab / zh)",
     )
+    bleu_as_written: bool = knob(
+        False,
+        "score the references as written (default: both sides as the model writes text, NFC with its spaces folded)",
+    )
     beam_size: int = knob(DecodingOptions.beam_size, "for the final test evaluation; 1 = greedy")
     length_penalty: float = knob(DecodingOptions.length_penalty, "beam search's length normalisation alpha (GNMT)")
     max_output_ratio: float = knob(DecodingOptions.max_output_ratio, "output length limit: ratio * source length + 10")

@@ -13,12 +13,18 @@ come) would be scored on its own segmentation rather than the tokenizer's: when 
 between two CJK characters in the references are spaces, those spaces are removed from the
 references and the hypotheses before ``ja-mecab`` or ``zh`` tokenise them, and the scores say so
 (``cjk_spaces_removed``); ``keep_spaces`` keeps them.
+
+Both sides are scored as the model writes text (:func:`scoring_text`: composed to NFC, every
+whitespace character a space, runs of spaces one), so a reference's U+037E (Greek question mark,
+which NFC makes ``;``) or decomposed ``ä`` does not count against a model that cannot write it;
+the signatures end in ``|norm:nfc``. ``as_written`` scores the texts as they are (``|norm:none``).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 import warnings
 from collections.abc import Sequence
 
@@ -35,6 +41,7 @@ _CJK_SPACE = re.compile(f"(?<=[{_CJK}]) +(?=[{_CJK}])")  # spaces between two CJ
 _CJK_NEIGHBOURS = re.compile(f"[{_CJK}](?=[{_CJK}])")  # two CJK characters side by side
 SEGMENTING = ("ja-mecab", "zh")  # tokenizers that segment CJK text themselves
 PRESEGMENTED = 0.2  # the share of spaced CJK gaps above which a text counts as pre-segmented
+NORMALIZED, AS_WRITTEN = "nfc", "none"  # the signatures' norm: field, scored as the model writes or as written
 
 
 def primary_language(lang: str | None) -> str:
@@ -85,10 +92,25 @@ def remove_cjk_spaces(text: str) -> str:
     return _CJK_SPACE.sub("", text)
 
 
+def scoring_text(text: str) -> str:
+    """``text`` as a model trained here writes it: NFC, its whitespace folded to single spaces,
+    none at either end. The same as :func:`minitrans.data.tokenizer.model_text` (a test holds them
+    equal), written here because the metrics import nothing else of minitrans; ``str.split``
+    splits at exactly the characters the tokenizer makes spaces."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def signed(signature: object, as_written: bool) -> str:
+    """sacrebleu's signature with the normalisation both sides were scored in."""
+    return f"{signature}|norm:{AS_WRITTEN if as_written else NORMALIZED}"
+
+
 def _as_scored(
-    hypotheses: Sequence[str], references: Sequence[str], name: str, keep_spaces: bool
+    hypotheses: Sequence[str], references: Sequence[str], name: str, keep_spaces: bool, as_written: bool = False
 ) -> tuple[list[str], list[str], float | None]:
     """The texts BLEU tokenises, and the share of spaced CJK gaps when their spaces were removed."""
+    if not as_written:
+        hypotheses, references = list(map(scoring_text, hypotheses)), list(map(scoring_text, references))
     share = cjk_space_share(references) if name in SEGMENTING and not keep_spaces else 0.0
     if share < PRESEGMENTED:
         return list(hypotheses), list(references), None
@@ -101,15 +123,17 @@ def corpus_scores(
     tgt_lang: str | None = None,
     tokenize: str | None = None,
     keep_spaces: bool = False,
+    as_written: bool = False,
 ) -> dict[str, float | str]:
     """BLEU, chrF and lower-cased BLEU of ``hypotheses`` against one reference each, with BLEU's
-    tokenizer (``bleu_tokenize``) and both metrics' sacrebleu signatures; for pre-segmented CJK
+    tokenizer (``bleu_tokenize``) and both metrics' sacrebleu signatures (with ``|norm:``); both
+    sides as the model writes text unless ``as_written``; for pre-segmented CJK
     references (unless ``keep_spaces``), of the texts without their segmentation spaces, and
     ``cjk_spaces_removed`` says what share of the references' CJK gaps were spaces."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
     name = bleu_tokenizer(tgt_lang, tokenize)
-    hypotheses, references, removed = _as_scored(hypotheses, references, name, keep_spaces)
+    hypotheses, references, removed = _as_scored(hypotheses, references, name, keep_spaces, as_written)
     refs = [list(references)]
     bleu, lowercase = BLEU(tokenize=name), BLEU(tokenize=name, lowercase=True)
     chrf = CHRF()
@@ -119,8 +143,8 @@ def corpus_scores(
         "bleu_lowercase": lowercase.corpus_score(hypotheses, refs).score,
     }
     scores["bleu_tokenize"] = name
-    scores["bleu_signature"] = str(bleu.get_signature())
-    scores["chrf_signature"] = str(chrf.get_signature())
+    scores["bleu_signature"] = signed(bleu.get_signature(), as_written)
+    scores["chrf_signature"] = signed(chrf.get_signature(), as_written)
     if removed is not None:
         scores["cjk_spaces_removed"] = round(removed, 3)
     return scores
@@ -143,11 +167,12 @@ def bleu_by_length(
     tgt_lang: str | None = None,
     tokenize: str | None = None,
     keep_spaces: bool = False,
+    as_written: bool = False,
 ) -> list[dict]:
     """Corpus BLEU of each source-length bucket (length in whitespace words), shortest first,
     with the tokenizer and the texts :func:`corpus_scores` uses for the same target language."""
     name = bleu_tokenizer(tgt_lang, tokenize)
-    hypotheses, references, _ = _as_scored(hypotheses, references, name, keep_spaces)
+    hypotheses, references, _ = _as_scored(hypotheses, references, name, keep_spaces, as_written)
     groups: dict[str, tuple[list[str], list[str]]] = {}
     for src, hyp, ref in zip(sources, hypotheses, references):
         hyps, refs = groups.setdefault(bucket_label(len(src.split()), buckets), ([], []))

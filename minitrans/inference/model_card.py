@@ -88,6 +88,10 @@ def model_card(translator: BaseTranslator, location: str | Path | None = None) -
         )
     corpus = data.name if data is not None else "?"
     note = CORPUS_NOTES.get(corpus, corpus)
+    if data is not None and corpus == "hf" and data.path:  # which of all the datasets: its path or Hub id
+        note = f"hf: {data.path}" + (f" ({data.subset})" if data.subset else "")
+    elif data is not None and corpus == "parallel" and data.root:
+        note = f"parallel: {data.root}"
     if record is not None:
         rebuilt = ", rebuilt from the run's configuration" if record.is_rebuilt else ""
         lines.append(

@@ -109,6 +109,7 @@ def _test_set(run: Run, split: str | None) -> tuple[str, list[str], list[str], t
         data.get("tgt_lang"),
         bleu_tokenizer(data.get("tgt_lang"), trainer.get("bleu_tokenize")),
         bool(trainer.get("bleu_keep_spaces", False)),
+        bool(trainer.get("bleu_as_written", False)),
     )
     return name, references, hypotheses, scoring
 

@@ -22,7 +22,14 @@ from pathlib import Path
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, fill_run_decoding
-from minitrans.core.metrics import SEGMENTING, bleu_by_length, bleu_tokenizer, corpus_scores
+from minitrans.core.metrics import (
+    AS_WRITTEN,
+    NORMALIZED,
+    SEGMENTING,
+    bleu_by_length,
+    bleu_tokenizer,
+    corpus_scores,
+)
 from minitrans.core.textio import read_sentences
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split, seen_in_training
@@ -32,7 +39,7 @@ from minitrans.inference.ct2 import is_exported
 from minitrans.inference.decoding import best_ids
 from minitrans.inference.hf_folder import WEIGHTS, is_hf_export
 from minitrans.inference.loading import load_translator
-from minitrans.runs.evaluation import bleu_settings, keeps_cjk_spaces, unseen_scores
+from minitrans.runs.evaluation import bleu_settings, keeps_cjk_spaces, scores_as_written, unseen_scores
 from minitrans.runs.run_set import report_name
 from minitrans.runs.significance import RESAMPLES, paired_differences
 
@@ -89,12 +96,17 @@ def load_model_and_split(args: argparse.Namespace) -> tuple[BaseTranslator, Path
     return translator, checkpoint, sources, references, split
 
 
+def normalization(as_written: bool) -> str:
+    """How both sides were scored, as the signatures end: ``norm:nfc`` or ``norm:none``."""
+    return f"norm:{AS_WRITTEN if as_written else NORMALIZED}"
+
+
 def print_report(report: dict) -> None:
     sentences = report["sentences"]
     print(
         f"{report['split']} ({sentences} sentences, beam {report['beam']}): BLEU {report['bleu']:.2f}  "
         f"chrF {report['chrf']:.2f}  BLEU (lower-cased) {report['bleu_lowercase']:.2f}  "
-        f"[tokenize {report['bleu_tokenize']}]"
+        f"[tokenize {report['bleu_tokenize']}, {normalization(report.get('as_written', False))}]"
     )
     if "seen_in_train" in report:
         unseen = report.get("unseen")
@@ -111,18 +123,19 @@ def print_report(report: dict) -> None:
 @dataclass(frozen=True)
 class Scored:
     """What a paired test needs of one system: its hypotheses, the references, and how BLEU is
-    scored (target language, tokenizer, kept spaces)."""
+    scored (target language, tokenizer, kept spaces, references as written)."""
 
     label: str
     hypotheses: list[str]
     references: list[str]
-    scoring: tuple[str | None, str, bool]
+    scoring: tuple[str | None, str, bool, bool]
 
 
-def scoring_of(translator: BaseTranslator, args: argparse.Namespace) -> tuple[str | None, str, bool]:
+def scoring_of(translator: BaseTranslator, args: argparse.Namespace) -> tuple[str | None, str, bool, bool]:
     """How this run's BLEU is scored: the target language, the tokenizer's name (--bleu-tokenize,
-    else the run's, else the language's) and whether pre-segmented CJK keeps its spaces;
-    ValueError for a --keep-spaces that would change nothing."""
+    else the run's, else the language's), whether pre-segmented CJK keeps its spaces and whether
+    the references are scored as written (--score-as-written, else the run's, else as the model
+    writes text); ValueError for a --keep-spaces that would change nothing."""
     tgt_lang, tokenize = bleu_settings(translator.run_config)
     tokenize = bleu_tokenizer(tgt_lang, args.bleu_tokenize or tokenize)  # the name the report carries
     if args.keep_spaces and tokenize not in SEGMENTING:
@@ -130,7 +143,8 @@ def scoring_of(translator: BaseTranslator, args: argparse.Namespace) -> tuple[st
             f"--keep-spaces changes nothing here: it keeps a pre-segmented target's spaces from "
             f"{' or '.join(SEGMENTING)}, and this BLEU is tokenised with {tokenize}, which keeps every space"
         )
-    return tgt_lang, tokenize, args.keep_spaces or keeps_cjk_spaces(translator.run_config)
+    keep = args.keep_spaces or keeps_cjk_spaces(translator.run_config)
+    return tgt_lang, tokenize, keep, args.score_as_written or scores_as_written(translator.run_config)
 
 
 def print_paired(baseline: Scored, system: Scored) -> int:
@@ -176,7 +190,7 @@ def score_files(args: argparse.Namespace, files: list[str]) -> int:
         scores = corpus_scores(system.hypotheses, references, *scoring)
         print(
             f"{system.label}: {split} ({len(references):,} sentences): BLEU {scores['bleu']:.2f}  "
-            f"chrF {scores['chrf']:.2f}  [tokenize {scores['bleu_tokenize']}]"
+            f"chrF {scores['chrf']:.2f}  [tokenize {scores['bleu_tokenize']}, {normalization(scoring[3])}]"
         )
     return print_paired(*systems) if len(systems) == 2 else 0
 
@@ -211,7 +225,7 @@ def evaluate_one(args: argparse.Namespace) -> tuple[int, Scored | None]:
     """One model's evaluation and report; the exit code, and what a paired test needs."""
     try:
         translator, checkpoint, sources, references, split = load_model_and_split(args)
-        tgt_lang, tokenize, keep = scoring_of(translator, args)
+        tgt_lang, tokenize, keep, written = scoring_of(translator, args)
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1, None
@@ -235,10 +249,11 @@ def evaluate_one(args: argparse.Namespace) -> tuple[int, Scored | None]:
         "length_penalty": args.length_penalty,
         "max_output_ratio": args.max_output_ratio,
         "keep_spaces": keep,
-        **corpus_scores(hypotheses, references, tgt_lang, tokenize, keep),
-        **unseen_scores(hypotheses, references, seen, tgt_lang, tokenize, keep),
+        "as_written": written,
+        **corpus_scores(hypotheses, references, tgt_lang, tokenize, keep, written),
+        **unseen_scores(hypotheses, references, seen, tgt_lang, tokenize, keep, written),
         "by_length": bleu_by_length(
-            sources, hypotheses, references, tgt_lang=tgt_lang, tokenize=tokenize, keep_spaces=keep
+            sources, hypotheses, references, tgt_lang=tgt_lang, tokenize=tokenize, keep_spaces=keep, as_written=written
         ),
     }
     out_dir = args.out if args.out is not None else CheckpointFolder.run_folder_of(checkpoint) / "eval"
@@ -251,6 +266,7 @@ def evaluate_one(args: argparse.Namespace) -> tuple[int, Scored | None]:
         report["bleu_tokenize"],
         keep,
         args.limit if args.limit is not None and args.limit < size else None,
+        written,
     )
     hyp_path, json_path = out_dir / f"{name}.hyp.txt", out_dir / f"{name}.json"
     try:
@@ -262,7 +278,7 @@ def evaluate_one(args: argparse.Namespace) -> tuple[int, Scored | None]:
         return 1, None
     print_report(report)
     print(f"wrote {hyp_path} and {json_path}")
-    return 0, Scored(str(args.checkpoint), hypotheses, references, (tgt_lang, tokenize, keep))
+    return 0, Scored(str(args.checkpoint), hypotheses, references, (tgt_lang, tokenize, keep, written))
 
 
 __all__ = [

@@ -36,6 +36,12 @@ def keeps_cjk_spaces(config: TrainConfig | None) -> bool:
     return config is not None and config.trainer.bleu_keep_spaces
 
 
+def scores_as_written(config: TrainConfig | None) -> bool:
+    """``trainer.bleu_as_written`` of a run's configuration (False when unknown): score the
+    references as written rather than both sides as the model writes text."""
+    return config is not None and config.trainer.bleu_as_written
+
+
 def validation_losses(
     model: Seq2SeqModel,
     split: datasets.Dataset,
@@ -125,6 +131,7 @@ def unseen_scores(
     tgt_lang: str | None = None,
     tokenize: str | None = None,
     keep_spaces: bool = False,
+    as_written: bool = False,
 ) -> dict:
     """``seen_in_train`` (how many sources the model saw in training, with some translation)
     and ``unseen``: BLEU and chrF on the other sentences, which measure translation rather than
@@ -134,7 +141,7 @@ def unseen_scores(
     kept = [(h, r) for h, r, was_seen in zip(hypotheses, references, seen) if not was_seen]
     out: dict = {"seen_in_train": sum(map(bool, seen))}
     if kept:
-        scores = corpus_scores([h for h, _ in kept], [r for _, r in kept], tgt_lang, tokenize, keep_spaces)
+        scores = corpus_scores([h for h, _ in kept], [r for _, r in kept], tgt_lang, tokenize, keep_spaces, as_written)
         out["unseen"] = {"sentences": len(kept), "bleu": scores["bleu"], "chrf": scores["chrf"]}
     return out
 
@@ -149,20 +156,28 @@ def evaluate_split(
 ) -> tuple[dict, list[str]]:
     """Translate (the first ``limit`` sentences of) a split and score it with sacrebleu, BLEU
     tokenised for the run's target language (``data.tgt_lang``) unless ``trainer.bleu_tokenize``
-    names a tokenizer. Shared, the ranks decode their parts (:func:`translate_in_batches_shared`);
-    every rank gets the hypotheses, rank 0 the scores (the others an empty dict)."""
+    names a tokenizer, both sides as the model writes text unless ``trainer.bleu_as_written``.
+    Shared, the ranks decode their parts (:func:`translate_in_batches_shared`); every rank gets
+    the hypotheses, rank 0 the scores (the others an empty dict)."""
     rows = split if limit is None else split.select(range(min(limit, len(split))))
     hyp_ids = translate_in_batches_shared(translator, rows["src_ids"], options, share)
     hypotheses = [translator.tokenizer.decode_tgt(ids) for ids in hyp_ids]
     if not share.is_main:
         return {}, hypotheses
     (tgt_lang, tokenize), keep = bleu_settings(translator.run_config), keeps_cjk_spaces(translator.run_config)
-    scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize, keep)
+    written = scores_as_written(translator.run_config)
+    scores = corpus_scores(hypotheses, rows["tgt"], tgt_lang, tokenize, keep, written)
     if "seen_in_train" in rows.column_names:
-        scores |= unseen_scores(hypotheses, rows["tgt"], rows["seen_in_train"], tgt_lang, tokenize, keep)
+        scores |= unseen_scores(hypotheses, rows["tgt"], rows["seen_in_train"], tgt_lang, tokenize, keep, written)
     if with_buckets:
         scores["by_length"] = bleu_by_length(
-            rows["src"], hypotheses, rows["tgt"], tgt_lang=tgt_lang, tokenize=tokenize, keep_spaces=keep
+            rows["src"],
+            hypotheses,
+            rows["tgt"],
+            tgt_lang=tgt_lang,
+            tokenize=tokenize,
+            keep_spaces=keep,
+            as_written=written,
         )
     scores["sentences"] = len(hypotheses)
     return scores, hypotheses

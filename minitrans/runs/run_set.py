@@ -30,13 +30,15 @@ def report_name(
     bleu_tokenize: str,
     keep_spaces: bool = False,
     first: int | None = None,
+    as_written: bool = False,
 ) -> str:
     """The name (without suffix) of an evaluate.py report, from everything that changes its
     figure, so that a report is only ever replaced by one of the same thing and compare.py's
     column can say which it shows: the split, the beam, a checkpoint other than best.pt, the
     length penalty (beam search only: it cannot change a greedy choice), the output ratio, BLEU's
-    tokenizer, ``spaces`` where a segmenting tokenizer scored the target with its spaces, and
-    ``first{N}`` for a cut split: ``test.beam5.averaged.lp1.ratio1.5.tok13a.first10``."""
+    tokenizer, ``spaces`` where a segmenting tokenizer scored the target with its spaces,
+    ``written`` for references scored as written, and ``first{N}`` for a cut split:
+    ``test.beam5.averaged.lp1.ratio1.5.tok13a.first10``."""
     parts = [split, f"beam{beam}"]
     checkpoint = Path(checkpoint)
     if checkpoint.suffix == ".pt" and checkpoint.stem != "best":
@@ -46,6 +48,8 @@ def report_name(
     parts += [f"ratio{max_output_ratio:g}", f"tok{bleu_tokenize}"]
     if keep_spaces and bleu_tokenize in SEGMENTING:
         parts.append("spaces")
+    if as_written:
+        parts.append("written")
     if first is not None:
         parts.append(f"first{first}")
     return ".".join(parts)
@@ -54,7 +58,9 @@ def report_name(
 def report_key(report: dict) -> str:
     """What a report measured, as :func:`report_name` writes it without the ``first{N}`` of a cut
     split (a cut and a whole split of one evaluation share a column); a report written before a
-    field was recorded takes the value evaluate.py then used."""
+    field was recorded takes the value evaluate.py then used (one without ``as_written`` counts as
+    scored as the model writes text, which differs from as written only on references holding a
+    character NFC rewrites)."""
     return report_name(
         str(report["split"]),
         int(report["beam"]),
@@ -63,6 +69,7 @@ def report_key(report: dict) -> str:
         float(report.get("max_output_ratio", DecodingOptions.max_output_ratio)),
         str(report.get("bleu_tokenize", "13a")),
         bool(report.get("keep_spaces", False)),
+        as_written=bool(report.get("as_written", False)),
     )
 
 

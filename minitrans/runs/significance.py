@@ -4,7 +4,8 @@ paired bootstrap resampling (:class:`sacrebleu.significance.PairedTest`, ``test_
 of the difference itself, from the same resamples and sacrebleu's own scoring and interval
 (:func:`sacrebleu.significance.estimate_ci`). Both systems are scored as
 :func:`minitrans.core.metrics.corpus_scores` scores one: BLEU's tokenizer for the target
-language, a pre-segmented CJK target without its spaces unless they are kept.
+language, a pre-segmented CJK target without its spaces unless they are kept, both sides as the
+model writes text unless scored as written.
 
 A difference is called larger than chance when its p-value is under :data:`LEVEL` and its
 interval leaves out zero; compare.py and evaluate.py print it in words (:meth:`Difference.line`).
@@ -19,7 +20,7 @@ import numpy as np
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest, estimate_ci
 
-from minitrans.core.metrics import _as_scored, bleu_tokenizer
+from minitrans.core.metrics import _as_scored, bleu_tokenizer, signed
 
 LEVEL = 0.05  # a p-value under this, with an interval that leaves out zero: larger than chance
 RESAMPLES = 1000  # sacrebleu's default for the paired bootstrap
@@ -70,6 +71,7 @@ def paired_differences(
     tgt_lang: str | None = None,
     tokenize: str | None = None,
     keep_spaces: bool = False,
+    as_written: bool = False,
     resamples: int = RESAMPLES,
 ) -> list[Difference]:
     """BLEU's and chrF's :class:`Difference` of ``system`` against ``baseline`` (hypotheses line
@@ -82,8 +84,8 @@ def paired_differences(
     if not references:
         raise ValueError("no sentences to compare")
     name = bleu_tokenizer(tgt_lang, tokenize)
-    baseline, refs, _ = _as_scored(baseline, references, name, keep_spaces)
-    system, _, _ = _as_scored(system, references, name, keep_spaces)
+    baseline, refs, _ = _as_scored(baseline, references, name, keep_spaces, as_written)
+    system, _, _ = _as_scored(system, references, name, keep_spaces, as_written)
     metrics = {"BLEU": BLEU(tokenize=name), "chrF": CHRF()}
     test = PairedTest([("baseline", baseline), ("system", system)], metrics, [refs], "bs", resamples)
     signatures, results = test()
@@ -111,7 +113,7 @@ def paired_differences(
                 float(mean - half),
                 float(mean + half),
                 float(p_value),
-                str(signatures[key]),
+                signed(signatures[key], as_written),
             )
         )
     return found

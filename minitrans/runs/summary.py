@@ -123,9 +123,18 @@ def summary_line(summary: RunSummary, out_dir: str | Path) -> str:
     also = f" ({unseen['bleu']:.2f} on the {unseen['sentences']:,} unseen in training)" if unseen else ""
     scored, total = valid.get("sentences"), valid.get("of")
     sample = f" (on {scored:,} of {total:,} sentences)" if scored and total and scored < total else ""
+    # a BLEU figure says how it was tokenised, as evaluate.py's does
+    how, signature = (
+        [f"tokenize {test['bleu_tokenize']}"] if test.get("bleu_tokenize") else [],
+        test.get("bleu_signature"),
+    )
+    if isinstance(signature, str) and "|norm:" in signature:
+        how.append("norm:" + signature.rsplit("|norm:", 1)[1])
+    scoring = f" [{', '.join(how)}]" if how else ""
     return (
-        f"{summary.model} ({summary.params:,} params): test BLEU {test['bleu']:.2f}{also} chrF {test['chrf']:.2f} | "
-        f"valid BLEU {valid['bleu']:.2f}{sample} loss {valid['loss']:.3f} | {summary.steps} steps, "
+        f"{summary.model} ({summary.params:,} params): test BLEU {test['bleu']:.2f}{also} chrF {test['chrf']:.2f}"
+        f"{scoring} | "
+        f"valid BLEU {valid['bleu']:.2f}{sample} loss {valid['loss']:.3f} | {summary.steps:,} steps, "
         f"{summary.train_seconds:.0f} s training in {summary.processes} process{'es' if summary.processes > 1 else ''} | {out_dir}"
     )
 

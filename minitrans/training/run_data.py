@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from minitrans.data.batching import TokenBatchSampler
 from minitrans.data.corpus import PreparedCorpus, describe, overlap_warnings, prepare_corpus, seen_in_training
 from minitrans.data.token_ids import TokenIds
 from minitrans.data.tokenize import tokenize_corpus, tokenize_pairs
-from minitrans.data.tokenizer import Tokenizer, model_texts
+from minitrans.data.tokenizer import Tokenizer, model_text, model_texts
 from minitrans.inference.coverage import RECORD_VERSION, TrainingRecord
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,37 @@ def segmentation_note(cfg: TrainConfig, corpus: PreparedCorpus, sample: int = 50
     )
 
 
+def rewritten_note(cfg: TrainConfig, corpus: PreparedCorpus, shown: int = 6) -> tuple[dict, str] | None:
+    """When the references (the validation and test targets) hold characters the model's
+    normalisation rewrites (:func:`~minitrans.data.tokenizer.model_text`: U+037E becomes ``;``, a
+    decomposed ``ä`` is composed, a no-break space a space), so that the model can never write
+    them: how many lines, which characters, and the line that says how BLEU treats them."""
+    names = [cfg.data.valid_split, *cfg.data.test_splits]
+    lines, rewritten, characters = 0, 0, set()
+    for name in dict.fromkeys(names):
+        for text in corpus.splits[name]["tgt"]:
+            lines += 1
+            if (written := model_text(text)) != text:
+                rewritten += 1
+                characters |= set(text) - set(written)
+    if not rewritten:
+        return None
+    found = sorted(characters)
+    named = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, '')}".rstrip() for c in found[:shown])
+    named += f" and {len(found) - shown:,} more" if len(found) > shown else ""
+    treated = (
+        "scored as written, as trainer.bleu_as_written asks: the model cannot write them"
+        if cfg.trainer.bleu_as_written
+        else "BLEU and chrF score both sides as the model writes them (norm:nfc; "
+        "trainer.bleu_as_written=true scores them as written)"
+    )
+    report = {"lines": rewritten, "of": lines, "characters": [f"U+{ord(c):04X}" for c in found]}
+    return report, (
+        f"data: {rewritten:,} of {lines:,} reference lines ({', '.join(dict.fromkeys(names))}) hold characters "
+        f"the model's normalisation rewrites ({named or 'spacing'}); {treated}"
+    )
+
+
 def check_same_data(recorded: dict | None, corpus: PreparedCorpus) -> None:
     """Refuse (ConfigError) to resume on pairs other than those the checkpoint's training-data
     record (``recorded``, its state) names: the files were replaced or edited since."""
@@ -157,6 +189,9 @@ def prepare_training_data(
         log.warning(line)
     if (note := segmentation_note(cfg, corpus)) is not None:
         corpus.report["target_presegmented"], line = note
+        log.warning(line)
+    if (note := rewritten_note(cfg, corpus)) is not None:
+        corpus.report["references_rewritten"], line = note
         log.warning(line)
     check_same_data(recorded, corpus)
     for name in [dcfg.valid_split, *dcfg.test_splits]:

@@ -258,10 +258,10 @@ class Trainer:
         self.writer = SummaryWriter(log_dir=str(self.out_dir), purge_step=state.step + 1)
         log_layout(self.writer)
         log.info(
-            "model %s: %s parameters; %d training pairs; device %s (%s); %d process(es)",
+            "model %s: %s parameters; %s training pairs; device %s (%s); %d process(es)",
             cfg.model.kind,
             f"{self.num_params:,}",
-            len(self.src_ids),
+            f"{len(self.src_ids):,}",
             self.device,
             "bfloat16 autocast" if self.autocast_dtype is not None else "float32",
             self.dist.world_size,
