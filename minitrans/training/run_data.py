@@ -143,6 +143,16 @@ def check_same_data(recorded: dict | None, corpus: PreparedCorpus) -> None:
         )
 
 
+def left_out_line(cfg: TrainConfig, left_out: int, total: int, max_tokens: int) -> tuple[int, str]:
+    """(log level, line) for the training pairs too long for ``max_tokens``, naming the key that
+    set the limit; a warning when most of the corpus is gone, since the run still trains."""
+    key = "model.max_len" if cfg.model.max_len - 1 < cfg.data.max_tokens else "data.max_tokens"
+    line = f"{left_out:,} training pairs longer than {max_tokens} subwords left out ({key})"
+    if 2 * left_out <= total:
+        return logging.INFO, line
+    return logging.WARNING, f"{line}: the model trains on {total - left_out:,} of {total:,} pairs; raise {key}"
+
+
 def prepare_training_data(
     cfg: TrainConfig, tokenizer_state: dict | None = None, recorded: dict | None = None
 ) -> TrainingData:
@@ -191,9 +201,7 @@ def prepare_training_data(
     if not fits.any():
         raise ConfigError(f"data.max_tokens: no training pair fits in {max_tokens} subwords")
     if not fits.all():
-        log.info(
-            "%s training pairs longer than %d subwords left out (data.max_tokens)", f"{(~fits).sum():,}", max_tokens
-        )
+        log.log(*left_out_line(cfg, int((~fits).sum()), len(fits), max_tokens))
         src_ids, tgt_ids = src_ids.select(fits), tgt_ids.select(fits)
     try:
         sampler = TokenBatchSampler(src_ids.lengths, tgt_ids.lengths, cfg.trainer.batch_tokens, seed=cfg.seed)
