@@ -153,6 +153,20 @@ def left_out_line(cfg: TrainConfig, left_out: int, total: int, max_tokens: int) 
     return logging.WARNING, f"{line}: the model trains on {total - left_out:,} of {total:,} pairs; raise {key}"
 
 
+def cut_lines(splits: dict[str, datasets.Dataset], rows: dict[str, int | None], max_len: int) -> list[str]:
+    """One line for each split whose translated sources (the first ``rows[name]``, or all) the
+    model's positions cannot hold: the same sentences are cut at every validation."""
+    lines = []
+    for name, limit in rows.items():
+        lengths = [len(ids) for ids in splits[name]["src_ids"][:limit]]
+        if longer := [n for n in lengths if n > max_len]:
+            lines.append(
+                f"{name}: {len(longer):,} of the {len(lengths):,} sources translated have more than "
+                f"model.max_len={max_len} subwords (up to {max(longer):,}); each is translated from its first {max_len - 1}"
+            )
+    return lines
+
+
 def prepare_training_data(
     cfg: TrainConfig, tokenizer_state: dict | None = None, recorded: dict | None = None
 ) -> TrainingData:
@@ -193,6 +207,9 @@ def prepare_training_data(
         sample["mean_src_subwords"],
         sample["split_mean_src_subwords"],
     )
+    evaluated_rows = {dcfg.valid_split: cfg.trainer.eval_sentences} | {name: None for name in dcfg.test_splits}
+    for line in cut_lines(splits, evaluated_rows, cfg.model.max_len):
+        log.warning(line)
     src_ids, tgt_ids = tokenize_pairs(corpus.splits[dcfg.train_split], tokenizer, dcfg.cache_dir, corpus.key)
     max_tokens = min(dcfg.max_tokens, cfg.model.max_len - 1)
     fits = (src_ids.lengths <= max_tokens) & (tgt_ids.lengths < max_tokens)
