@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from minitrans.core.checks import cli_number
-from minitrans.core.config import DEVICES
+from minitrans.core.config import DEVICES, MAX_SEED
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -27,9 +27,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("runs", nargs="+", help="run folders or checkpoints")
     parser.add_argument("--sets", type=cli_number(int, 1), default=100, help="order sets of 4 sentences (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="the sets' random stream (default 0)")
+    parser.add_argument(
+        "--seed", type=cli_number(int, 0, MAX_SEED), default=0, help="the sets' random stream (default 0)"
+    )
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="default: cpu")
     return parser.parse_args(argv)
+
+
+def result_problem(path: Path, checkpoint: Path) -> str | None:
+    """Why the probe's result must not be written to ``path`` (one line), or None: a file the
+    probe did not write, or one no command may write over."""
+    from minitrans.core.protected import output_problem
+    from minitrans.runs.order_probe import is_probe_result
+
+    if path.is_dir():
+        return f"{path}: a folder is in the way of the probe's result"
+    if path.exists() and not is_probe_result(path):
+        return f"{path}: not written by order_probe.py (it is replaced only when it is a probe's result); move it away"
+    return output_problem(path, [(checkpoint, "the checkpoint it measures")], flag="result")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,13 +53,24 @@ def main(argv: list[str] | None = None) -> int:
     from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.inference.translator import Translator
-    from minitrans.runs.order_probe import oriented_sets, score_order_probe
+    from minitrans.runs.order_probe import RESULT, oriented_sets, score_order_probe
 
+    checkpoints = []
+    for run in args.runs:  # every result checked before any run is measured, so a refusal costs nothing
+        try:
+            checkpoint = Path(resolve_checkpoint(run))
+        except (CheckpointError, FileNotFoundError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        result = CheckpointFolder.run_folder_of(checkpoint) / RESULT
+        if (problem := result_problem(result, checkpoint)) is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+        checkpoints.append((run, checkpoint, result))
     measured = 0
     print(f"{'run':<50}{'right':>8}{'another':>9}{'neither':>9}{'exact':>8}{'1st noun':>9}{'alike':>9}")
-    for run in args.runs:
+    for run, checkpoint, result in checkpoints:
         try:
-            checkpoint = resolve_checkpoint(run)
             translator = Translator.from_checkpoint(checkpoint, pick_device(args.device))
         except (CheckpointError, FileNotFoundError, ValueError) as error:
             print(f"error: {error}", file=sys.stderr)
@@ -60,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{summary['order_probe_neither']:>9.3f}{summary['order_probe_exact']:>8.3f}"
             f"{summary['order_probe_first_noun']:>9.3f}{probe.sets_alike:>5}/{probe.sets}"
         )
-        folder = CheckpointFolder.run_folder_of(checkpoint)
-        write_atomic(Path(folder) / "order_probe.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        try:
+            write_atomic(result, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        except OSError as error:
+            print(f"error: cannot write {result}: {error.strerror or error}", file=sys.stderr)
+            return 1
         measured += 1
     print(
         "right / another / neither: the role words (nouns, case marks) are its own gold's / another sentence's of "

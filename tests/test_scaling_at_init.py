@@ -42,3 +42,50 @@ def test_the_real_model_is_measured_too_and_the_table_lists_every_point(points):
     assert {p.inputs for p in points} == {"unit variance", "minitrans at init"}
     assert len(table(points).splitlines()) == 2 + len(points)
     json.dumps([p.__dict__ for p in points])
+
+
+def test_the_script_refuses_in_one_line_what_it_cannot_or_must_not_write(tmp_path, capsys, monkeypatch, points):
+    from helpers.scripts import load_script
+
+    script = load_script("scaling_at_init")
+    monkeypatch.setattr(script, "measure_scaling", lambda seed: points)
+    out = tmp_path / "out"
+    assert script.main(["--out", str(out)]) == 0
+    assert script.main(["--out", str(out)]) == 0  # its own results are replaced
+    capsys.readouterr()
+
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "scaling_at_init.md").write_text("# my notes\n")
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    blocked = tmp_path / "blocked"
+    (blocked / "scaling_at_init.json").mkdir(parents=True)
+    for folder, words in [
+        (a_file, "a file"),
+        (theirs, "not written by scaling_at_init.py"),
+        (run / "checkpoints", "record of the run"),
+        (blocked, "scaling_at_init.json"),
+    ]:
+        assert script.main(["--out", str(folder)]) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], captured.err
+    assert a_file.read_text() == "mine\n" and (theirs / "scaling_at_init.md").read_text() == "# my notes\n"
+    assert list((run / "checkpoints").iterdir()) == []
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(script, "write_atomic", refuse)  # a read-only folder
+    assert script.main(["--out", str(out)]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: cannot write") and "Permission denied" in line
+
+    for seed in ("-1", str(2**64)):
+        with pytest.raises(SystemExit) as stop:
+            script.main(["--out", str(out), "--seed", seed])
+        assert stop.value.code == 2
+        assert "--seed" in capsys.readouterr().err

@@ -21,9 +21,11 @@ Shape legend: B batch, H heads, L length, Dk per-head key width.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 import torch
 from matplotlib.figure import Figure
@@ -103,12 +105,12 @@ def as_rows(points: Sequence[ScalingPoint]) -> list[dict]:
     return [asdict(point) for point in points]
 
 
+TABLE_HEAD = "| inputs | d_k | scores | Var(q·k) | mean max weight | entropy (nats) | ‖grad at scores‖ |"
+
+
 def table(points: Sequence[ScalingPoint]) -> str:
     """A Markdown table, one line per point."""
-    lines = [
-        "| inputs | d_k | scores | Var(q·k) | mean max weight | entropy (nats) | ‖grad at scores‖ |",
-        "|---|---:|---|---:|---:|---:|---:|",
-    ]
+    lines = [TABLE_HEAD, "|---|---:|---|---:|---:|---:|---:|"]
     for p in points:
         scale = "q·k/√d_k" if p.is_scaled else "q·k"
         lines.append(
@@ -160,3 +162,24 @@ def plot(points: Sequence[ScalingPoint], length: int = 32) -> Figure:
         ax.legend(fontsize=8)
     fig.suptitle(f"√d_k scaling at initialisation: {length} keys per row; solid ÷ √d_k, dashed unscaled")
     return fig
+
+
+RESULTS = ("scaling_at_init.json", "scaling_at_init.md", "scaling_at_init.png")  # what the script writes
+
+
+def is_own_result(path: str | Path) -> bool:
+    """Whether ``path`` (one of :data:`RESULTS`) holds what scripts/scaling_at_init.py writes,
+    so a rerun may replace it: rows of :class:`ScalingPoint`, the table, or a PNG beside such rows."""
+    path = Path(path)
+    try:
+        if path.suffix == ".json":
+            rows = json.loads(path.read_text(encoding="utf-8"))
+            names = {field.name for field in fields(ScalingPoint)}
+            return isinstance(rows, list) and bool(rows) and all(isinstance(r, dict) and set(r) == names for r in rows)
+        if path.suffix == ".md":
+            return path.read_text(encoding="utf-8").startswith(TABLE_HEAD)
+        with path.open("rb") as file:
+            is_png = file.read(8) == b"\x89PNG\r\n\x1a\n"
+        return is_png and is_own_result(path.with_suffix(".json"))
+    except (OSError, ValueError):
+        return False
