@@ -105,6 +105,15 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
         "subwords from SentencePiece "
         f"({'one joint vocabulary' if translator.tokenizer.is_joint else 'one vocabulary per language'}).",
         "",
+        *(
+            [
+                f"Trained with the teaching switch {', '.join(f'`{k}={v}`' for k, v in switches.items())} "
+                "(docs/claims.md of minitrans): not the model of the notes, and not meant for use.",
+                "",
+            ]
+            if (switches := translator.teaching_switches)
+            else []
+        ),
         "## Training data",
         "",
         f"Corpus: `{corpus}` ({data.name})"

@@ -62,6 +62,11 @@ def model_card(translator: BaseTranslator, location: str | Path | None = None) -
         f"languages:  {language_name(src)} → {language_name(tgt)} ({src}→{tgt})",
         f"model:      {_model_line(config.model if config is not None else None, count_parameters(model) if model is not None else None)}",
     ]
+    if switches := translator.teaching_switches:
+        lines.append(
+            f"teaching:   trained with {', '.join(f'{k}={v}' for k, v in switches.items())} "
+            "(a teaching switch of docs/claims.md: not the notes' model)"
+        )
     corpus = data.name if data is not None else "?"
     note = CORPUS_NOTES.get(corpus, corpus)
     if record is not None:
