@@ -329,3 +329,15 @@ def test_nothing_above_the_schemas_reads_a_runs_configuration_through_dict_looku
         if chains.search(line)
     ]
     assert found == []
+
+
+def test_the_tests_prepare_corpora_in_a_cache_of_their_own_never_the_users():
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from minitrans.core.config import DataConfig
+
+    cache = Path(DataConfig().cache_dir).expanduser().resolve()
+    assert cache.is_relative_to(Path(tempfile.gettempdir()).resolve()) and "minitrans-test-cache" in cache.name
+    assert os.environ["MINITRANS_CACHE_DIR"] == str(cache)  # the scripts the tests start inherit it
