@@ -7,7 +7,8 @@ translated greedily, and each translation's role words (the nouns and the articl
 that mark their case) are counted right (its own gold's), another's (another sentence's of its
 set: the roles swapped) or neither, beside exact matches and the share whose first noun is the
 gold's (minitrans/runs/order_probe.py).
-Prints one line per run and writes RUN/order_probe.json; runs of another corpus are skipped.
+Prints one line per run and writes RUN/order_probe.json (an export: into its folder); runs of another
+corpus are skipped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 
 from minitrans.core.checks import cli_number
-from minitrans.core.config import DEVICES
+from minitrans.core.config import DEVICES, MAX_SEED
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -27,9 +28,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("runs", nargs="+", help="run folders, checkpoints or exports (export.py)")
     parser.add_argument("--sets", type=cli_number(int, 1), default=100, help="order sets of 4 sentences (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="the sets' random stream (default 0)")
+    parser.add_argument(
+        "--seed", type=cli_number(int, 0, MAX_SEED), default=0, help="the sets' random stream (default 0)"
+    )
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="default: cpu")
     return parser.parse_args(argv)
+
+
+def result_problem(path: Path, checkpoint: Path) -> str | None:
+    """Why the probe's result must not be written to ``path`` (one line), or None: a file the
+    probe did not write, or one no command may write over."""
+    from minitrans.core.protected import output_problem
+    from minitrans.runs.order_probe import is_probe_result
+
+    if path.is_dir():
+        return f"{path}: a folder is in the way of the probe's result"
+    if path.exists() and not is_probe_result(path):
+        return f"{path}: not written by order_probe.py (it is replaced only when it is a probe's result); move it away"
+    return output_problem(path, [(checkpoint, "the checkpoint it measures")], flag="result")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,11 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     from minitrans.core.checkpoint_folder import CheckpointFolder
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.inference.loading import load_translator
-    from minitrans.runs.order_probe import oriented_sets, score_order_probe
+    from minitrans.runs.order_probe import RESULT, oriented_sets, score_order_probe
 
-    measured = 0
-    print(f"{'run':<50}{'right':>8}{'another':>9}{'neither':>9}{'exact':>8}{'1st noun':>9}{'alike':>9}")
-    for run in args.runs:
+    loaded = []
+    for run in args.runs:  # every result checked before any run is measured, so a refusal costs nothing
         try:
             translator = load_translator(run, pick_device(args.device))  # a run, a checkpoint or an export
         except (CheckpointError, FileNotFoundError, ValueError) as error:
@@ -51,6 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         if translator.run_config is None:
             print(f"error: {run} does not say what it was trained on (no run configuration)", file=sys.stderr)
             return 1
+        path = Path(translator.path)
+        result = (path if path.is_dir() else CheckpointFolder.run_folder_of(path)) / RESULT
+        if (problem := result_problem(result, path)) is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+        loaded.append((run, translator, result))
+    measured = 0
+    print(f"{'run':<50}{'right':>8}{'another':>9}{'neither':>9}{'exact':>8}{'1st noun':>9}{'alike':>9}")
+    for run, translator, result in loaded:
         data = translator.run_config.data
         if data.name != "generated":
             print(f"{run}: skipped, corpus {data.name!r} (the order sets are the embedded grammar's)")
@@ -62,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{summary['order_probe_neither']:>9.3f}{summary['order_probe_exact']:>8.3f}"
             f"{summary['order_probe_first_noun']:>9.3f}{probe.sets_alike:>5}/{probe.sets}"
         )
-        # an export's folder, else the run folder of the checkpoint file
-        folder = translator.path if translator.path.is_dir() else CheckpointFolder.run_folder_of(translator.path)
-        write_atomic(Path(folder) / "order_probe.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        try:
+            write_atomic(result, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        except OSError as error:
+            print(f"error: cannot write {result}: {error.strerror or error}", file=sys.stderr)
+            return 1
         measured += 1
     print(
         "right / another / neither: the role words (nouns, case marks) are its own gold's / another sentence's of "

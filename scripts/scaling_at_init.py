@@ -15,6 +15,9 @@ import json
 import sys
 from pathlib import Path
 
+from minitrans.core.checks import cli_number
+from minitrans.core.config import MAX_SEED
+
 NAMES = ("scaling_at_init.json", "scaling_at_init.md", "scaling_at_init.png")
 
 
@@ -25,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--d-models", type=int, nargs="+", default=[64, 128, 256], help="model widths")
     parser.add_argument("--heads", type=int, nargs="+", default=[1, 2, 4, 8], help="head counts, each d_model")
     parser.add_argument("--d-ks", type=int, nargs="+", help="per-head widths (default: d_model / heads)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=cli_number(int, 0, MAX_SEED), default=0, help="the random initialisation's seed (default 0)"
+    )
     args = parser.parse_args(argv)
     from minitrans.core.protected import output_problem
     from minitrans.core.utils import write_atomic

@@ -4,10 +4,13 @@ run on one CPU core."""
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,13 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_SCRIPT = REPO / "scripts" / "train.py"
+
+# Whatever a test prepares without naming a cache (corpora, tokenizers) goes to a cache of this
+# process's own, never the user's ~/.cache/minitrans or $MINITRANS_CACHE_DIR; set at import, before
+# any test module builds a configuration, and inherited by every script a test starts.
+TEST_CACHE = tempfile.mkdtemp(prefix="minitrans-test-cache-")
+os.environ["MINITRANS_CACHE_DIR"] = TEST_CACHE
+atexit.register(shutil.rmtree, TEST_CACHE, ignore_errors=True)
 
 # pytest-xdist runs the tests in several processes (pytest -n auto): each takes its share of
 # the cores for torch's own threads, instead of every process starting one thread per core.

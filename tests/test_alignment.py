@@ -217,7 +217,8 @@ def test_attention_drawn_from_the_gold_of_corpus_pairs_gives_aer_zero(src_lang, 
     grid = report.aer_grid()[0]
     assert grid[0] == 0.0 and grid[1] > 0.5
     # a model whose positions cannot hold the pairs measures none of them
-    assert split_alignment(_AttentionModel([maps]), pieces, split, data, max_len=3).sentences == 0
+    none_fit = split_alignment(_AttentionModel([maps]), pieces, split, data, max_len=3)
+    assert none_fit is None or none_fit.sentences == 0
 
 
 @pytest.mark.parametrize("kind, shape", [("rnn_attention", (1, 1)), ("rnn", None)])
@@ -235,3 +236,32 @@ def test_the_attention_rnn_counts_as_one_layer_with_one_head_and_the_fixed_conte
     else:
         assert (len(report.heads), len(report.heads[0])) == shape and report.sentences == 2
         assert 0.0 <= report.best_head()[2] <= 1.0
+
+
+def test_pairs_longer_than_the_models_positions_are_left_out_not_fed_to_it():
+    import datasets
+
+    from minitrans.core.config import TransformerConfig
+    from minitrans.data.generated import generate_aligned_corpus
+    from minitrans.models.build import VocabSizes, build_model
+    from minitrans.runs.alignment import split_alignment
+
+    torch.manual_seed(0)
+    data = DataConfig(num_valid=12, num_test=10)
+    generated = generate_aligned_corpus(0, 12, 10)
+    pieces = _WordPieces()
+    pairs = [(en, de) for en, de, _ in generated["valid"]]
+    src_ids = [pieces.encode(src) + [3] for src, _ in pairs]
+    tgt_ids = [pieces.encode(tgt) for _, tgt in pairs]
+    max_len = sorted(len(s) for s in src_ids)[len(src_ids) // 2]  # about half the pairs fit
+    model = build_model(
+        TransformerConfig(d_model=8, num_heads=2, d_ff=16, num_encoder_layers=1, num_decoder_layers=1, max_len=max_len),
+        VocabSizes(len(pieces.names), len(pieces.names)),
+    )
+    split = datasets.Dataset.from_dict(
+        {"src": [s for s, _ in pairs], "tgt": [t for _, t in pairs], "src_ids": src_ids, "tgt_ids": tgt_ids}
+    )
+    fitting = sum(len(s) <= max_len and len(t) < max_len for s, t in zip(src_ids, tgt_ids))
+    assert 0 < fitting < len(pairs)
+    report = split_alignment(model, pieces, split, data, max_len=max_len)
+    assert report.sentences == fitting

@@ -329,3 +329,29 @@ def test_nothing_above_the_schemas_reads_a_runs_configuration_through_dict_looku
         if chains.search(line)
     ]
     assert found == []
+
+
+def test_the_tests_prepare_corpora_in_a_cache_of_their_own_never_the_users():
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from minitrans.core.config import DataConfig
+
+    cache = Path(DataConfig().cache_dir).expanduser().resolve()
+    assert cache.is_relative_to(Path(tempfile.gettempdir()).resolve()) and "minitrans-test-cache" in cache.name
+    assert os.environ["MINITRANS_CACHE_DIR"] == str(cache)  # the scripts the tests start inherit it
+
+
+@pytest.mark.parametrize(
+    "swept, job, words",
+    [
+        ("model=transformer,bogus", "model=bogus", "no config 'bogus'"),
+        ("model.num_heads=2,x", "model.num_heads=x", "model.num_heads"),
+        ("experiment=bottleneck,nope", "experiment=nope", "no config 'nope'"),
+    ],
+)
+def test_a_sweep_job_that_cannot_be_composed_is_one_line_naming_the_job_before_any_runs(swept, job, words):
+    problem = check_command_line(["-m", "debug=tiny", swept, "seed=0,1"], CONFIG_DIR)
+    assert problem is not None and "\n" not in problem
+    assert problem.startswith(f"sweep job {job}: ") and words in problem

@@ -34,3 +34,14 @@ def test_debug_overfit_drives_the_training_loss_near_zero(tmp_path, run_train):
     assert result.returncode == 0, result.stderr
     losses = scalars(run, "train/loss_label_smoothed")  # plain cross-entropy here: label_smoothing=0
     assert losses[25] > 1.0 and losses[300] < 0.05, losses
+
+
+@pytest.mark.parametrize("debug", ["tiny", "overfit"])
+@pytest.mark.parametrize("kind", ["transformer", "rnn", "rnn_attention"])
+def test_every_debug_recipe_takes_every_model_kind_at_a_tiny_size(tiny_config, kind, debug):
+    from minitrans.models.build import VocabSizes, build_model
+    from minitrans.models.interface import count_parameters
+
+    cfg = tiny_config(f"debug={debug}", f"model={kind}")
+    assert cfg.model.kind == kind and cfg.data.num_train <= 120
+    assert count_parameters(build_model(cfg.model, VocabSizes(400, 400))) < 100_000

@@ -175,10 +175,10 @@ def test_both_cards_name_the_teaching_switches_a_model_trained_with(shared, tmp_
     readme = (folder / "README.md").read_text()
     assert "teaching switches (`model.attention_scale=2`, `model.causal_mask=false`, `model.positions=none`)" in readme
     info = model_card(Translator.from_pretrained(folder, "cpu"))
-    assert "switches:   model.attention_scale=2, model.causal_mask=false, model.positions=none (teaching" in info
+    assert "teaching:   trained with model.attention_scale=2, model.causal_mask=false, model.positions=none" in info
     _, plain = shared
     assert "teaching switch" not in (plain / "README.md").read_text()
-    assert "switches:" not in model_card(Translator.from_pretrained(plain, "cpu"))
+    assert "teaching:" not in model_card(Translator.from_pretrained(plain, "cpu"))
 
 
 class FakeHub:

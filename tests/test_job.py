@@ -77,3 +77,18 @@ def test_ranks_started_with_different_settings_are_named_each_with_its_values(mo
     monkeypatch.setattr(distributed, "all_gather_object", lambda value, info: [value] * 4)
     assert nodes_disagree(configs[0]) is None
     assert flat_settings(configs[0])["data.cache_dir"] == "/node0" and "model.d_ff" in flat_settings(configs[0])
+
+
+def test_a_named_allocator_missing_here_is_refused_in_a_one_process_run_too(tmp_path, monkeypatch, capsys, tiny_config):
+    import ctypes.util
+
+    from minitrans.training import job as job_module
+
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)  # neither tcmalloc nor jemalloc here
+    ran = []
+    monkeypatch.setattr(job_module, "run_job", lambda cfg, job: ran.append(job) or 0)
+    job = Job(str(tmp_path / "run"), False, [], "train.py")
+    with pytest.raises(SystemExit) as stop:
+        job_module.train_job(tiny_config("trainer.allocator=jemalloc", "trainer.processes=1"), job, False, False, {})
+    assert stop.value.code == 2 and not ran
+    assert "trainer.allocator=jemalloc: the library is not installed here" in capsys.readouterr().err

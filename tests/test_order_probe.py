@@ -113,3 +113,44 @@ def test_the_script_probes_a_shared_folder_and_a_ctranslate2_export_as_their_run
     expected = json.loads((run / "order_probe.json").read_text())
     for folder in folders:
         assert json.loads((folder / "order_probe.json").read_text()) == expected, folder
+
+
+def test_the_script_refuses_in_one_line_what_it_cannot_or_must_not_write(tmp_path, capsys, monkeypatch):
+    from helpers.checkpoints import build_checkpoint
+    from helpers.scripts import load_script
+
+    script = load_script("order_probe")
+    run = tmp_path / "run"
+    build_checkpoint(run / "checkpoints" / "last.pt", data=DataConfig(num_train=50))
+    assert script.main([str(run), "--sets", "1"]) == 0
+    assert script.main([str(run), "--sets", "1"]) == 0  # its own result is replaced
+    capsys.readouterr()
+
+    loose = tmp_path / "loose"
+    build_checkpoint(loose / "model.pt", data=DataConfig(num_train=50))
+    (loose / "order_probe.json").write_text('{"my": "notes"}\n')  # a user's file beside a .pt
+    unwritable = tmp_path / "unwritable"
+    build_checkpoint(unwritable / "checkpoints" / "last.pt", data=DataConfig(num_train=50))
+    (unwritable / "order_probe.json").mkdir()
+    for checkpoint, words in [(loose / "model.pt", "not written by order_probe.py"), (unwritable, "order_probe.json")]:
+        assert script.main([str(run), str(checkpoint), "--sets", "1"]) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], captured.err
+        assert str(run) not in captured.out  # refused before anything was measured
+    assert (loose / "order_probe.json").read_text() == '{"my": "notes"}\n'
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("minitrans.core.utils.write_atomic", refuse)  # a read-only run folder
+    assert script.main([str(run), "--sets", "1"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: cannot write") and "order_probe.json: Permission denied" in line
+    monkeypatch.undo()
+
+    for seed in ("-1", str(2**64)):
+        with pytest.raises(SystemExit) as stop:
+            script.main([str(run), "--seed", seed])
+        assert stop.value.code == 2
+        assert "--seed" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -436,3 +437,14 @@ def test_the_model_card_names_the_corpus_file_not_only_its_kind(tmp_path, data, 
     path = build_cased_checkpoint(tmp_path / "best.pt", data)
     (line,) = [line for line in model_card(load_translator(path, "cpu")).splitlines() if line.startswith("corpus:")]
     assert line.startswith(f"corpus:     {named}"), line
+
+
+def test_a_max_len_that_leaves_out_most_training_pairs_is_a_warning_naming_it(tiny_config, caplog):
+    from minitrans.training.run_data import prepare_training_data
+
+    with caplog.at_level(logging.INFO, logger="minitrans.training.run_data"):
+        data = prepare_training_data(tiny_config("model.max_len=12"))
+    (line,) = [r for r in caplog.records if "left out" in r.getMessage()]
+    assert line.levelno == logging.WARNING
+    assert "model.max_len" in line.getMessage() and "data.max_tokens" not in line.getMessage()
+    assert f"trains on {len(data.src_ids):,} of 120" in line.getMessage()

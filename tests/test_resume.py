@@ -244,3 +244,17 @@ def test_a_run_folder_resumes_only_the_model_and_data_it_was_trained_with(tmp_pa
     best = run / "checkpoints" / "best.pt"  # weights only: nothing to resume training from
     with pytest.raises(CheckpointError, match="weights only"):
         Trainer(tiny_config("trainer.max_steps=4", f"trainer.resume_from={best}"), tmp_path / "other")
+
+
+@pytest.mark.parametrize("saved, given", [("2", "2.0"), ("0.5", ".5"), ("2", "2e0")])
+def test_a_resume_compares_the_attention_scale_by_value_not_by_spelling(tmp_path, tiny_config, saved, given):
+    from dataclasses import asdict
+
+    from minitrans.core.checks import ConfigError
+    from minitrans.training.resume import check_same_run
+
+    trained = asdict(tiny_config(f"model.attention_scale={saved}"))
+    check_same_run(trained, tiny_config(f"model.attention_scale={given}"), tmp_path / "last.pt")  # the same scale
+    for other in ("3", "sqrt_dk", "none"):
+        with pytest.raises(ConfigError, match=rf"^model\.attention_scale: .* was trained with '{saved}'"):
+            check_same_run(trained, tiny_config(f"model.attention_scale={other}"), tmp_path / "last.pt")

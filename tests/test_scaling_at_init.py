@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.scripts import load_script
 
 from minitrans.runs.scaling_at_init import measure_scaling, model_grid, table
-from tests.helpers.scripts import load_script
 
 # one head as wide as the model, and eight narrow ones, at two widths
 GRID = [(64, 1, 64), (64, 8, 8), (256, 1, 256), (256, 8, 32)]
@@ -110,3 +110,12 @@ def test_the_script_says_in_one_line_when_heads_do_not_divide_the_width(tmp_path
         "error: 3 heads do not divide d_model 64: give d_k explicitly or another head count"
     )
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**64)])
+def test_the_script_refuses_a_seed_out_of_range_in_one_line(seed, capsys):
+    from helpers.scripts import load_script
+
+    with pytest.raises(SystemExit) as stopped:
+        load_script("scaling_at_init").main(["--seed", seed])
+    assert stopped.value.code == 2 and "--seed" in capsys.readouterr().err

@@ -540,3 +540,15 @@ def test_a_json_body_sent_as_text_plain_is_told_its_content_type(client):
     assert_one_line_error(response, 415, "content-type: application/json (got text/plain)")
     charset = {"content-type": "application/json; charset=utf-8"}
     assert client.post("/translate", content=body, headers=charset).status_code == 200
+
+
+def test_a_model_without_the_causal_mask_is_said_to_cheat_in_every_answer(tmp_path):
+    from minitrans.core.checkpoint import load_checkpoint, save_checkpoint
+
+    best = build_checkpoint(tmp_path / "cheat" / "checkpoints" / "best.pt", max_len=32)
+    payload = load_checkpoint(best)
+    payload["config"]["model"]["causal_mask"] = False
+    save_checkpoint(payload, best)
+    with TestClient(create_app([ServedModel.load(best, "cpu")])) as client:
+        warnings = post(client, sentences=[SRC[0]]).json()["models"][0]["warnings"]
+    assert [w for w in warnings if "model.causal_mask=false" in w and "cheats" in w] == [warnings[0]]

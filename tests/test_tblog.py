@@ -355,3 +355,20 @@ def test_each_layers_attention_entropy_is_logged_beside_its_cards(tmp_path, toke
                     for n in range(1, layers + 1)}  # fmt: skip
     values = [events.Scalars(tag)[-1] for tag in tags]
     assert all(event.step == 7 and 0 < event.value < 3.5 for event in values)
+
+
+def test_the_teaching_switches_are_hparams_columns_of_a_transformer(tmp_path):
+    from minitrans.core.config import TEACHING_SWITCHES
+
+    model = TransformerConfig(
+        d_model=16, num_heads=2, causal_mask=False, attention_scale="2", positions="none", cross_attention="fixed_mean"
+    )
+    with SummaryWriter(str(tmp_path)) as writer:
+        log_hparams(writer, TrainConfig(model=model), 1234, RunSummary.from_dict(RNN_SUMMARY))
+    hparams = session_hparams(read_events(tmp_path))
+    assert {name: hparams[name] for name in TEACHING_SWITCHES} == {
+        "attention_scale": "2",
+        "causal_mask": "false",
+        "positions": "none",
+        "cross_attention": "fixed_mean",
+    }

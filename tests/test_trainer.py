@@ -442,3 +442,15 @@ def test_tokens_per_second_is_the_windows_target_tokens_over_its_training_second
     assert sorted(rate) == list(range(2, steps + 1, 2))  # every log_every steps, and only then
     for step, value in rate.items():
         assert value == pytest.approx((tokens[step - 2] + tokens[step - 1]) / (2 * 0.2), rel=1e-6), step
+
+
+def test_sources_longer_than_the_model_are_one_log_line_per_split_not_a_warning_per_sentence(
+    tiny_config, tmp_path, caplog, recwarn
+):
+    cfg = tiny_config("model.max_len=12", "trainer.max_steps=4", "trainer.eval_every=2")
+    with caplog.at_level(logging.INFO):
+        train(cfg, tmp_path / "run")  # two validations and the test split
+    assert not [w for w in recwarn if re.match(r"sentence \d+ has", str(w.message))]
+    cut = [r.getMessage() for r in caplog.records if "more than model.max_len=12" in r.getMessage()]
+    assert sorted(line.split(":")[0] for line in cut) == ["test", "valid"]
+    assert all(r.levelno == logging.WARNING for r in caplog.records if "more than model.max_len" in r.getMessage())

@@ -640,3 +640,47 @@ def test_a_checkpoint_is_read_back_with_its_configuration_typed_and_refused_when
     save_checkpoint(payload, tmp_path / "renamed.pt")
     with pytest.raises(CheckpointError, match=r"renamed\.pt: .*renamed_knob"):
         Translator.from_checkpoint(tmp_path / "renamed.pt", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def cheating_run(tmp_path_factory) -> Path:
+    """An untrained Transformer saved as trained without the causal mask and with a scale of 2."""
+    from helpers.checkpoints import save_untrained
+
+    from minitrans.core.config import DataConfig, TransformerConfig
+    from minitrans.data.tokenizer import Tokenizer
+
+    folder = tmp_path_factory.mktemp("cheating")
+    model_cfg = TransformerConfig(
+        d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=2, max_len=32,
+        causal_mask=False, attention_scale="2",
+    )  # fmt: skip
+    data = DataConfig(name="multi30k", src_lang="de", tgt_lang="en")
+    save_untrained(folder / "checkpoints" / "best.pt", model_cfg, Tokenizer.train(SRC, TGT, vocab_size=300), data)
+    return folder
+
+
+def test_the_card_names_the_teaching_switches_a_model_trained_with(script, cheating_run, run, capsys):
+    assert script.main([str(cheating_run), "--info"]) == 0
+    card = capsys.readouterr().out
+    (line,) = [line for line in card.splitlines() if line.startswith("teaching:")]
+    assert "model.causal_mask=false" in line and "model.attention_scale=2" in line
+    assert script.main([str(run), "--info"]) == 0
+    assert "teaching:" not in capsys.readouterr().out  # the notes' model has none
+    from minitrans.inference.hub_card import hub_card
+
+    shared = hub_card(Translator.from_checkpoint(cheating_run, device="cpu"), resolve_checkpoint(cheating_run))
+    assert "teaching switches (`model.attention_scale=2`, `model.causal_mask=false`)" in shared
+
+
+@pytest.mark.parametrize("flags", [[], ["--no-cache"], ["--score-reference", "REF"]])
+def test_a_model_without_the_causal_mask_is_said_to_cheat_when_it_translates_or_scores(
+    script, cheating_run, run, tmp_path, capsys, flags
+):
+    (tmp_path / "ref.txt").write_text(TGT[0] + "\n", encoding="utf-8")
+    flags = [str(tmp_path / "ref.txt") if flag == "REF" else flag for flag in flags]
+    assert script.main([str(cheating_run), SRC[0], *flags]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "model.causal_mask=false" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: ") and "cheats" in warned[0]
+    assert script.main([str(run), SRC[0], *flags]) == 0
+    assert "causal_mask" not in capsys.readouterr().err

@@ -126,6 +126,23 @@ class TransformerConfig:
         return positive_number("model.attention_scale", value, "sqrt_dk, none", least=1e-6, below=overflow)
 
 
+TEACHING_SWITCHES = ("attention_scale", "causal_mask", "positions", "cross_attention")  # of TransformerConfig
+
+
+def teaching_switches(model: TransformerConfig | RNNConfig) -> dict[str, str]:
+    """The teaching switches a model's configuration sets away from the notes' model, each as
+    the override that sets it (``{"model.causal_mask": "false"}``); empty for the notes' model
+    and for an RNN, which has none."""
+    if not isinstance(model, TransformerConfig):
+        return {}
+    changed = {}
+    for name in TEACHING_SWITCHES:
+        value, default = getattr(model, name), TransformerConfig.__dataclass_fields__[name].default
+        if str(value) != str(default):
+            changed[f"model.{name}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    return changed
+
+
 @dataclass
 class RNNConfig:
     kind: str = knob("rnn", '"rnn": fixed context C; "rnn_attention": additive attention')

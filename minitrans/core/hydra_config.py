@@ -180,17 +180,38 @@ def _explain(error: BaseException, key: str | None) -> str:
     return f"{key + ': ' if key else ''}{first_line(error)}"
 
 
+def _compose(config_dir: str, config_name: str, plain: list[str], search_path: list[str]):
+    """The configuration ``plain`` overrides compose to, or a one-line description of why not."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import MissingConfigException
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+            return compose(config_name=config_name, overrides=plain + search_path)
+    except MissingConfigException as error:  # a group option that does not exist (model=typo, experiment=typo)
+        group, _, option = str(error.missing_cfg_file).rpartition("/")
+        available = ", ".join(error.options or []) or "none"
+        return f"{group or 'config'}: no config {option!r} (available: {available})"
+    except Exception as error:
+        key = None
+        for line in plain:
+            if f"'{line.split('=')[0].lstrip('+~')}" in str(error) or line.split("=")[0].lstrip("+~") in str(error):
+                key = line.split("=")[0].lstrip("+~")
+        return _explain(error, key)
+    finally:
+        GlobalHydra.instance().clear()
+
+
 def check_command_line(args: list[str], config_dir: str, config_name: str = "train") -> str | None:
     """Compose the configuration a command line asks for, as Hydra will, and return a
     one-line description of the first problem (unknown key, wrong type, impossible value,
     a config group option that does not exist, a typo inside a YAML file), or None.
-    ``--config-dir`` / ``--config-name`` are honoured. In a sweep (``-m``) the first value of
-    each swept key is checked for keys and types only: an impossible combination is refused
-    later, by its own job."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    ``--config-dir`` / ``--config-name`` are honoured. In a sweep (``-m``) every value of each
+    swept key is composed (beside the first values of the others) for keys and types only, and
+    a problem names its job's value: an impossible combination is refused later, by its own job."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import MissingConfigException
 
     register_configs()
     parsed_args = parse_hydra_command_line(args)
@@ -207,31 +228,25 @@ def check_command_line(args: list[str], config_dir: str, config_name: str = "tra
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as error:  # Hydra will report syntax errors in its own words
         return first_line(error)
-    plain = []
+    plain, swept = [], []  # the command line with each sweep at its first value; the other values
     for override in parsed:
         if override.is_sweep_override():
-            first = next(iter(override.sweep_string_iterator()), None)
-            if first is None:
+            values = list(override.sweep_string_iterator())
+            if not values:
                 continue
-            plain.append(f"{override.get_key_element()}={first}")
+            plain.append(f"{override.get_key_element()}={values[0]}")
+            swept += [(len(plain) - 1, f"{override.get_key_element()}={value}") for value in values[1:]]
         else:
             plain.append(override.input_line)
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
-            cfg = compose(config_name=config_name, overrides=plain + search_path)
-    except MissingConfigException as error:  # a group option that does not exist (model=typo, experiment=typo)
-        group, _, option = str(error.missing_cfg_file).rpartition("/")
-        available = ", ".join(error.options or []) or "none"
-        return f"{group or 'config'}: no config {option!r} (available: {available})"
-    except Exception as error:
-        key = None
-        for line in plain:
-            if f"'{line.split('=')[0].lstrip('+~')}" in str(error) or line.split("=")[0].lstrip("+~") in str(error):
-                key = line.split("=")[0].lstrip("+~")
-        return _explain(error, key)
-    finally:
-        GlobalHydra.instance().clear()
+    cfg = _compose(config_dir, config_name, plain, search_path)
+    if isinstance(cfg, str):
+        return cfg
+    # Hydra composes every job before it runs any, and one it cannot compose stops the whole
+    # sweep in many lines: each other value is composed here too, beside the first of the rest
+    for position, job in swept:
+        problem = _compose(config_dir, config_name, [*plain[:position], job, *plain[position + 1 :]], search_path)
+        if isinstance(problem, str):
+            return f"sweep job {job}: {problem}"
     if is_multirun:
         return None
     try:

@@ -63,7 +63,7 @@ def release_free_memory() -> bool:
     return True
 
 
-def allocator_library(choice: str, find=ctypes.util.find_library) -> str | None:
+def allocator_library(choice: str, find=None) -> str | None:
     """The shared library ``LD_PRELOAD`` takes for ``trainer.allocator=choice``: None for
     ``system``, and for ``auto`` where neither tcmalloc nor jemalloc is installed (or off Linux,
     where ``LD_PRELOAD`` means nothing). An allocator asked for by name and missing is an error
@@ -72,6 +72,7 @@ def allocator_library(choice: str, find=ctypes.util.find_library) -> str | None:
         raise ValueError(f"trainer.allocator: must be one of {', '.join(ALLOCATORS)}, got {choice!r}")
     if choice == "system" or not sys.platform.startswith("linux"):
         return None
+    find = find or ctypes.util.find_library  # looked up at the call, so a test can stand in for it
     for name in ALLOCATOR_LIBRARIES if choice == "auto" else (choice,):
         for library in ALLOCATOR_LIBRARIES[name]:
             found = find(library)

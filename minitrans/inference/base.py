@@ -29,13 +29,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from minitrans.core.checkpoint import CheckpointError
-from minitrans.core.config import TrainConfig
+from minitrans.core.config import TrainConfig, teaching_switches
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.saved_config import config_from_dict
 from minitrans.core.textio import one_line
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import GREEDY, Hypothesis, best_ids
+
+# a model that trained without the decoder's causal mask read each target word while learning
+# to predict it: wherever the target is given, it can copy it
+CHEATS = (
+    "model.causal_mask=false: this model saw the target's future words in training, so it cheats "
+    "wherever the words are given: forced scores (--score-reference) are far above what word-by-word "
+    "decoding gets, and decoding without the cache (--no-cache) differs from decoding with it"
+)
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,16 @@ class BaseTranslator(ABC):
     def target_language(self) -> str | None:
         """The target language code of the run's corpus, when known."""
         return self.run_config.data.tgt_lang if self.run_config is not None else None
+
+    @property
+    def teaching_switches(self) -> dict[str, str]:
+        """The teaching switches the model trained with (:func:`minitrans.core.config.teaching_switches`)."""
+        return teaching_switches(self.run_config.model) if self.run_config is not None else {}
+
+    @property
+    def model_warnings(self) -> list[str]:
+        """What every command that translates or scores with this model says first: that it cheats."""
+        return [CHEATS] if self.teaching_switches.get("model.causal_mask") == "false" else []
 
     @functools.cached_property
     def record(self) -> TrainingRecord | None:

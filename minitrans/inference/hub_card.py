@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from minitrans.core.checkpoint_folder import CheckpointFolder
 from minitrans.core.languages import language_name
 from minitrans.inference.export import shareable_path
-from minitrans.inference.model_card import find_summary, teaching_switches
+from minitrans.inference.model_card import find_summary
 from minitrans.models.interface import count_parameters
 
 if TYPE_CHECKING:
@@ -105,13 +105,12 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
         "subwords from SentencePiece "
         f"({'one joint vocabulary' if translator.tokenizer.is_joint else 'one vocabulary per language'}).",
     ]
-    switches = teaching_switches(model)
-    if switches:
+    if switches := translator.teaching_switches:
         body += [
             "",
-            f"Trained with teaching switches ({', '.join(f'`{switch}`' for switch in switches)}): each changes or "
-            "takes away a piece of the Transformer to measure what it is for (minitrans's docs/claims.md), so "
-            "this model may translate worse than one without them, by design.",
+            f"Trained with teaching switches ({', '.join(f'`{k}={v}`' for k, v in switches.items())}): each "
+            "changes or takes away a piece of the Transformer to measure what it is for (minitrans's "
+            "docs/claims.md), so this model may translate worse than one without them, by design.",
         ]
     body += [
         "",

@@ -5,10 +5,8 @@ a few example sentences."""
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
-from minitrans.core.config import TransformerConfig
 from minitrans.core.textio import read_json
 from minitrans.inference.base import BaseTranslator
 from minitrans.inference.coverage import language_name
@@ -33,23 +31,6 @@ def find_summary(checkpoint: Path | None) -> tuple[dict, Path] | None:
             except (OSError, ValueError):
                 return None
     return None
-
-
-TEACHING_SWITCHES = ("attention_scale", "causal_mask", "positions", "cross_attention")  # docs/claims.md
-
-
-def teaching_switches(model) -> list[str]:
-    """The teaching switches a model configuration sets away from the Transformer's own
-    (``["model.positions=none"]``); none for an RNN or an unknown model."""
-    if model is None or getattr(model, "kind", None) != "transformer":
-        return []
-    defaults = {field.name: field.default for field in fields(TransformerConfig)}
-    found = []
-    for key in TEACHING_SWITCHES:
-        value = getattr(model, key)
-        if str(value) != str(defaults[key]):
-            found.append(f"model.{key}={str(value).lower() if isinstance(value, bool) else value}")
-    return found
 
 
 def _model_line(model, params: int | None) -> str:
@@ -81,10 +62,10 @@ def model_card(translator: BaseTranslator, location: str | Path | None = None) -
         f"languages:  {language_name(src)} → {language_name(tgt)} ({src}→{tgt})",
         f"model:      {_model_line(config.model if config is not None else None, count_parameters(model) if model is not None else None)}",
     ]
-    switches = teaching_switches(config.model if config is not None else None)
-    if switches:
+    if switches := translator.teaching_switches:
         lines.append(
-            f"switches:   {', '.join(switches)} (teaching switches, docs/claims.md: a piece changed or taken away)"
+            f"teaching:   trained with {', '.join(f'{k}={v}' for k, v in switches.items())} "
+            "(a teaching switch of docs/claims.md: not the notes' model)"
         )
     corpus = data.name if data is not None else "?"
     note = CORPUS_NOTES.get(corpus, corpus)
@@ -129,4 +110,4 @@ def model_card(translator: BaseTranslator, location: str | Path | None = None) -
     return "\n".join(lines)
 
 
-__all__ = ["TEACHING_SWITCHES", "find_summary", "model_card", "teaching_switches"]
+__all__ = ["find_summary", "model_card"]

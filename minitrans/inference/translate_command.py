@@ -296,6 +296,7 @@ def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
         except ValueError:
             raise InputError(f"--device {args.device}: no such device on this machine") from None
         translator = load_translator(args.checkpoint, device)  # a CTranslate2 export or a checkpoint
+        print_warnings(translator.model_warnings)
         for note in fill_run_decoding(args, translator.run_config):  # the run's own, unless told otherwise
             print(f"note: {note}", file=sys.stderr)
         options = decoding_options(args)

@@ -332,6 +332,10 @@ def split_alignment(
     gold = gold_for_pairs(data, rows["src"], rows["tgt"])
     if gold is None:
         return None
-    src_ids, tgt_ids = list(rows["src_ids"]), list(rows["tgt_ids"])
-    gold = [g if len(s) <= max_len and len(t) < max_len else None for g, s, t in zip(gold, src_ids, tgt_ids)]
+    # a pair the model's positions cannot hold is left out of the batches, not only unscored:
+    # the model raises on a sequence longer than its max_len
+    fits = [len(s) <= max_len and len(t) < max_len for s, t in zip(rows["src_ids"], rows["tgt_ids"])]
+    src_ids = [s for s, keep in zip(rows["src_ids"], fits) if keep]
+    tgt_ids = [t for t, keep in zip(rows["tgt_ids"], fits) if keep]
+    gold = [g for g, keep in zip(gold, fits) if keep]
     return measure_alignment(model, tokenizer, src_ids, tgt_ids, gold, device, share=share)

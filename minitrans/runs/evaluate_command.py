@@ -91,6 +91,8 @@ def load_model_and_split(args: argparse.Namespace) -> tuple[BaseTranslator, Path
     except ValueError:
         raise CheckpointError(f"--device {args.device}: no such device on this machine") from None
     translator = load_translator(args.checkpoint if exported else checkpoint, device)
+    for warning in translator.model_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     sources, references, split = load_run_split(translator.config, args.split, args.data_root)
     check_recorded_split(translator.record, split, sources, references)  # the pairs the run had, or refused
     return translator, checkpoint, sources, references, split

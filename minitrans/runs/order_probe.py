@@ -23,8 +23,10 @@ noun); ``sets_alike`` counts the sets translated that way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from minitrans.core.config import DataConfig
 from minitrans.data.probes import OrderSet, order_sets
@@ -120,3 +122,16 @@ def score_order_probe(
         probe.sets += 1
         probe.sets_alike += len(set(outputs)) == 1
     return probe
+
+
+RESULT = "order_probe.json"  # what scripts/order_probe.py writes into a run's folder
+
+
+def is_probe_result(path: str | Path) -> bool:
+    """Whether ``path`` holds what scripts/order_probe.py writes (a probe's summary), so a
+    rerun may replace it; any other file of that name is someone else's."""
+    try:
+        summary = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and bool(summary) and all(key.startswith("order_probe_") for key in summary)

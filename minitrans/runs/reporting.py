@@ -4,6 +4,8 @@ and the final test evaluation with the hypotheses of every test split. The run's
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from pathlib import Path
 
 import datasets
@@ -19,6 +21,17 @@ from minitrans.runs.tb_gold import log_gold_overlays
 from minitrans.runs.tblog import log_alignment, log_validation_samples
 
 
+@contextlib.contextmanager
+def cuts_told_at_the_start():
+    """Without the translator's ``sentence N has ...`` warnings: a run says once, before it
+    trains, which evaluated sources its positions cut (:func:`minitrans.training.run_data.cut_lines`),
+    where the warnings would come at every validation in Python's format, numbered in the sample."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"sentence \d+ has")
+        yield
+
+
+@cuts_told_at_the_start()
 def validate(
     translator: Translator,
     valid: datasets.Dataset,
@@ -89,6 +102,7 @@ def final_alignment(translator: Translator, split: datasets.Dataset, data: DataC
     return report.summary() if report is not None and report.sentences else {}
 
 
+@cuts_told_at_the_start()
 def evaluate_tests(
     translator: Translator,
     splits: dict[str, datasets.Dataset],

@@ -39,6 +39,7 @@ from tensorboard.plugins.hparams import metadata as hparams_metadata
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
+from minitrans.core.config import CROSS_ATTENTION, POSITIONS
 from minitrans.inference.translator import sentence_tokens
 from minitrans.runs.alignment import AlignmentReport
 from minitrans.runs.attention_stats import attention_entropy
@@ -228,6 +229,11 @@ HPARAMS = (
     HParam("encoder_layers", lambda cfg, n, s: cfg.model.num_encoder_layers, TRANSFORMER),
     HParam("decoder_layers", lambda cfg, n, s: cfg.model.num_decoder_layers, TRANSFORMER),
     HParam("norm_first", lambda cfg, n, s: cfg.model.norm_first, TRANSFORMER, domain=("false", "true")),
+    # the teaching switches: a claim sweep's runs differ only in one of them
+    HParam("attention_scale", lambda cfg, n, s: str(cfg.model.attention_scale), TRANSFORMER),
+    HParam("causal_mask", lambda cfg, n, s: cfg.model.causal_mask, TRANSFORMER, domain=("false", "true")),
+    HParam("positions", lambda cfg, n, s: cfg.model.positions, TRANSFORMER, domain=POSITIONS),
+    HParam("cross_attention", lambda cfg, n, s: cfg.model.cross_attention, TRANSFORMER, domain=CROSS_ATTENTION),
     HParam("d_embed", lambda cfg, n, s: cfg.model.d_embed, RNNS),
     HParam("d_hidden", lambda cfg, n, s: cfg.model.d_hidden, RNNS),
     HParam("layers", lambda cfg, n, s: cfg.model.num_layers, RNNS),

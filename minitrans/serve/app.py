@@ -215,6 +215,7 @@ def answer_for(
         else {key: getattr(options, key) for key in ("beam_size", "length_penalty", "max_output_ratio")},
         "translations": translations,
         "warnings": [
+            *model.translator.model_warnings,
             *notes,
             *(f"sentence {n}: {message}" for n, result in enumerate(results, 1) for message in result.warnings),
         ],

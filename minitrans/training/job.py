@@ -120,7 +120,7 @@ def train_job(
     ``job_logging``, resolved). Exits (SystemExit) with the job's code when it failed, was
     refused or stopped, unless the sweep goes on without it."""
     from minitrans.core.checks import ConfigError
-    from minitrans.core.memory import allocator_library
+    from minitrans.core.memory import ALLOCATOR_LIBRARIES, allocator_library
     from minitrans.runs.summary import RunSummary, summary_line, warmup_note
     from minitrans.training import launch
     from minitrans.training.setup import training_device
@@ -150,6 +150,17 @@ def train_job(
         )
         code = launch.spawn(run_job, (cfg, job), processes, threads, logging_config, preload)
     else:
+        if cfg.trainer.allocator in ALLOCATOR_LIBRARIES:  # asked for by name: missing here is an error in any run
+            try:
+                preload = allocator_library(cfg.trainer.allocator)
+            except ValueError as error:
+                return refused(job, error, is_search)
+            log.info(
+                "trainer.allocator=%s applies to several training processes; this one trains with the "
+                "allocator it started with (LD_PRELOAD=%s preloads it)",
+                cfg.trainer.allocator,
+                preload,
+            )
         code = run_job(cfg, job)
     if code:
         if job.is_sweep and code in (1, 2):  # refused or failed, its error line written (not stopped)

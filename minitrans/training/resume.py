@@ -62,6 +62,19 @@ def load_resume_checkpoint(path: Path | None, device: torch.device) -> dict | No
         raise CheckpointError(f"{error} ({AFRESH})") from None
 
 
+def _same_value(saved, value) -> bool:
+    """Equal, or the same number spelt another way ('2' and '2.0' of model.attention_scale): a
+    text field holding a number means the number."""
+    if saved == value:
+        return True
+    if not (isinstance(saved, str) and isinstance(value, str)):
+        return False
+    try:
+        return float(saved) == float(value)
+    except ValueError:
+        return False
+
+
 def check_same_run(saved_config: dict, cfg: TrainConfig, path: Path) -> None:
     """Refuse (ConfigError naming the key) a checkpoint of another model, corpus or seed."""
     config = asdict(cfg)
@@ -70,7 +83,7 @@ def check_same_run(saved_config: dict, cfg: TrainConfig, path: Path) -> None:
         if section == "model":
             saved = normalized_model(saved)
         for key, value in config[section].items():
-            if key not in EVALUATION_ONLY and key in saved and saved[key] != value:
+            if key not in EVALUATION_ONLY and key in saved and not _same_value(saved[key], value):
                 raise ConfigError(
                     f"{section}.{key}: {path} was trained with {saved[key]!r}, not {value!r}; resume with "
                     "the original value, use a new run folder, or set trainer.resume=false"

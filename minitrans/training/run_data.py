@@ -175,6 +175,30 @@ def check_same_data(recorded: dict | None, corpus: PreparedCorpus) -> None:
         )
 
 
+def left_out_line(cfg: TrainConfig, left_out: int, total: int, max_tokens: int) -> tuple[int, str]:
+    """(log level, line) for the training pairs too long for ``max_tokens``, naming the key that
+    set the limit; a warning when most of the corpus is gone, since the run still trains."""
+    key = "model.max_len" if cfg.model.max_len - 1 < cfg.data.max_tokens else "data.max_tokens"
+    line = f"{left_out:,} training pairs longer than {max_tokens} subwords left out ({key})"
+    if 2 * left_out <= total:
+        return logging.INFO, line
+    return logging.WARNING, f"{line}: the model trains on {total - left_out:,} of {total:,} pairs; raise {key}"
+
+
+def cut_lines(splits: dict[str, datasets.Dataset], rows: dict[str, int | None], max_len: int) -> list[str]:
+    """One line for each split whose translated sources (the first ``rows[name]``, or all) the
+    model's positions cannot hold: the same sentences are cut at every validation."""
+    lines = []
+    for name, limit in rows.items():
+        lengths = [len(ids) for ids in splits[name]["src_ids"][:limit]]
+        if longer := [n for n in lengths if n > max_len]:
+            lines.append(
+                f"{name}: {len(longer):,} of the {len(lengths):,} sources translated have more than "
+                f"model.max_len={max_len} subwords (up to {max(longer):,}); each is translated from its first {max_len - 1}"
+            )
+    return lines
+
+
 def prepare_training_data(
     cfg: TrainConfig, tokenizer_state: dict | None = None, recorded: dict | None = None
 ) -> TrainingData:
@@ -218,6 +242,9 @@ def prepare_training_data(
         sample["mean_src_subwords"],
         sample["split_mean_src_subwords"],
     )
+    evaluated_rows = {dcfg.valid_split: cfg.trainer.eval_sentences} | {name: None for name in dcfg.test_splits}
+    for line in cut_lines(splits, evaluated_rows, cfg.model.max_len):
+        log.warning(line)
     src_ids, tgt_ids = tokenize_pairs(corpus.splits[dcfg.train_split], tokenizer, dcfg.cache_dir, corpus.key)
     max_tokens = min(dcfg.max_tokens, cfg.model.max_len - 1)
     fits = (src_ids.lengths <= max_tokens) & (tgt_ids.lengths < max_tokens)
@@ -226,9 +253,7 @@ def prepare_training_data(
     if not fits.any():
         raise ConfigError(f"data.max_tokens: no training pair fits in {max_tokens} subwords")
     if not fits.all():
-        log.info(
-            "%s training pairs longer than %d subwords left out (data.max_tokens)", f"{(~fits).sum():,}", max_tokens
-        )
+        log.log(*left_out_line(cfg, int((~fits).sum()), len(fits), max_tokens))
         src_ids, tgt_ids = src_ids.select(fits), tgt_ids.select(fits)
     try:
         sampler = TokenBatchSampler(src_ids.lengths, tgt_ids.lengths, cfg.trainer.batch_tokens, seed=cfg.seed)
