@@ -116,9 +116,6 @@ def decoding_measures(model: nn.Module) -> dict[str, Callable[[], contextlib.Abs
         "beams sharing the source's keys and values": lambda: patched(
             FastTransformer, "reorder_cache", Seq2SeqModel.reorder_cache
         ),
-        "contiguous cross-attention keys and values": lambda: patched(
-            FastTransformer, "init_cache", Transformer.init_cache
-        ),
         "grouped top-k": lambda: patched(decoding, "top_k", _torch_topk),
     }
 

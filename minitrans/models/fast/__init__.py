@@ -13,7 +13,6 @@ replaces, and why (each measure's gain is in docs/performance.md, "What each spe
 | ``Residual`` add + dropout       | ``FastResidual``: ``dropout_add``            | one pass forward, one multiply backward                      |
 | ``MultiHeadAttention`` path      | ``FastMultiHeadAttention``                   | the written-out path where the fused CPU kernel is slower    |
 |                                  |                                             | (dropout in training, a decoding step's few queries)         |
-| cross-attention keys and values | ``FastTransformer.init_cache``: contiguous   | a decoding step reads them in place instead of copying them  |
 | cross-attention cache per beam   | ``FastTransformer.reorder_cache``            | a sentence's beams share its source's keys and values        |
 | ``Transformer.encode``           | ``FastTransformer.encode``: ``packed_tokens``| no mask when nothing is padded; position-wise work on real   |
 |                                  |                                             | tokens only                                                  |

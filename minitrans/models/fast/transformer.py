@@ -77,15 +77,6 @@ class FastTransformer(Transformer):
         enc = {"memory": memory if packed is None else packed.unpack(memory), "src_mask": src_mask}  # (B, S, D)
         return enc, ({"enc_self": maps} if need_weights else {})
 
-    def init_cache(self, enc: State) -> State:
-        """The notes' cache, with the cross-attention keys and values laid out contiguously once
-        per source (each head's (S, Dk) block in one piece), so a decoding step's products over
-        them read in place instead of copying them every step."""
-        return [
-            {"self": layer["self"], "cross": {name: kv.contiguous() for name, kv in layer["cross"].items()}}
-            for layer in super().init_cache(enc)
-        ]
-
     def reorder_cache(self, cache: State, rows: Tensor, beam: int) -> State:
         """Self-attention keys and values follow ``rows``; the cross-attention keys and values
         stay one per sentence (a sentence's beams share them, FastMultiHeadAttention) and change
