@@ -32,6 +32,7 @@ NOT_RUN = {
     "scripts/serve.py": "a server that runs until stopped: tests/test_docs.py's Quick start starts it",
     "scripts/screenshots.py": "drives a browser",
     "scripts/benchmark.py": "times training for minutes",
+    "python -m minitrans.bench.speed_measures": "times every speed measure for minutes (tests/test_benchmark.py runs it small)",
     "scripts/bench_processes.py": "trains in several processes for minutes",
     "scripts/bench_data.py": "reads the Multi30k files of another checkout",
     "data/multi30k/prepare.py": "fetches Multi30k",
@@ -200,7 +201,7 @@ def split_arguments(script: str, args: list[str]) -> tuple[list[str], list[tuple
     script's parser reads them (a script without one: every argument is positional)."""
     if not _has_argparse(script):
         return list(args), []
-    parser = gen_reference.script_parser(script if script.startswith("python -m") else script.split("/", 1)[-1])
+    parser = gen_reference.script_parser(script if script.startswith("python -m") else script.removeprefix("scripts/"))
     takes_value = {option: action.nargs != 0 for action in parser._actions for option in action.option_strings}
     positional, options = [], []
     words = iter(args)

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 import minitrans.models.fast.attention as fast_attention
+from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.config import TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.batching import TokenBatchSampler, collate
@@ -184,8 +185,8 @@ def measure_step(name: str, size: TransformerConfig, vocab: int, lengths, batch_
         print(f"  {measure:66s} {summary(time_pair(run, off, args.repeats))}")
 
 
-def measure_decoding(run_dir: str, args) -> None:
-    translator = Translator.from_checkpoint(run_dir, "cpu")
+def measure_decoding(translator: Translator, args) -> None:
+    run_dir = args.checkpoint
     sentences, _, _ = load_run_split(translator.config, "test")
     src_ids = translator.encode(list(sentences)[: args.sentences])
     penalty = translator.run_config.trainer.length_penalty
@@ -216,13 +217,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     workloads = args.workloads.split(",")
+    translator = None
+    if "beam5" in workloads and args.checkpoint:
+        try:  # before minutes of measuring, not after
+            translator = Translator.from_checkpoint(args.checkpoint, "cpu")
+        except (CheckpointError, FileNotFoundError) as error:
+            parser.error(f"--checkpoint: {error}")
     if "default" in workloads:
         measure_step("default step", DEFAULT_SIZE, 2000, (25.0, 10.0), 1024, "fp32", args)
     if "multi30k" in workloads:
         size = replace(MULTI30K_SIZE, dropout=0.2)
         measure_step("multi30k step", size, 8000, (16.0, 6.0), 2048, "native", args)
-    if "beam5" in workloads and args.checkpoint:
-        measure_decoding(args.checkpoint, args)
+    if translator is not None:
+        measure_decoding(translator, args)
     return 0
 
 
