@@ -32,6 +32,7 @@ NOT_RUN = {
     "scripts/serve.py": "a server that runs until stopped: tests/test_docs.py's Quick start starts it",
     "scripts/screenshots.py": "drives a browser",
     "scripts/benchmark.py": "times training for minutes",
+    "docs/exercises/check.py": "checks a learner's own file: tests/test_exercises.py runs it on right and wrong ones",
     "python -m minitrans.bench.speed_measures": "times every speed measure for minutes (tests/test_benchmark.py runs it small)",
     "scripts/bench_processes.py": "trains in several processes for minutes",
     "scripts/bench_data.py": "reads the Multi30k files of another checkout",
