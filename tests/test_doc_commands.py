@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import io
 import runpy
 import shutil
@@ -69,12 +70,18 @@ def imported_names(path: Path) -> list[tuple[str, str | None]]:
     return found
 
 
+# the optional extras a documented command may need, by the module that is missing without them
+EXTRAS = {"fastapi": "demo", "uvicorn": "demo", "ctranslate2": "export"}
+
+
 def missing_imports(path: Path) -> list[str]:
     missing = []
     for module_name, name in imported_names(path):
         try:
             module = importlib.import_module(module_name)
         except ImportError as error:
+            if getattr(error, "name", None) in EXTRAS:  # an extra this machine lacks, not a name that moved
+                continue
             missing.append(f"{module_name} ({error})")
             continue
         if name is not None and name != "*" and not hasattr(module, name):
@@ -225,6 +232,8 @@ def split_arguments(script: str, args: list[str]) -> tuple[list[str], list[tuple
     ids=[f"{page}:{script}:{' '.join(args)[:60]}" for page, script, args, _ in RUNNABLE],
 )
 def test_a_documented_command_runs_on_a_tiny_run(page, script, args, fails, tiny_run, tmp_path):
+    if any("ctranslate2" in arg for arg in args) and importlib.util.find_spec("ctranslate2") is None:
+        pytest.skip("ctranslate2 is not installed (pip install 'minitrans[export]')")
     args = place_inputs(script, args, tmp_path, tiny_run)
     command = (
         [sys.executable, "-m", gen_reference.EXTRA_COMMANDS[script]]

@@ -68,8 +68,8 @@ class GRUEncoder(nn.Module):
         batch, src_len = src.shape
         lengths = src_mask.sum(dim=1).clamp(min=1).cpu()  # (B,)
         x = self.dropout(self.embed(src))  # (B, S, E)
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, h_n = self.rnn(packed)  # h_n: (L·dirs, B, Dh), in the original batch order
+        real_steps = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)  # real tokens only
+        out, h_n = self.rnn(real_steps)  # h_n: (L·dirs, B, Dh), in the original batch order
         states, _ = pad_packed_sequence(out, batch_first=True, total_length=src_len)  # (B, S, Dc)
         top = h_n.view(self.num_layers, self.num_directions, batch, -1)[-1]  # (dirs, B, Dh)
         final = top.transpose(0, 1).reshape(batch, self.d_context)  # (B, Dc)
