@@ -78,14 +78,14 @@ def classes_reverted(model: nn.Module, fast_to_notes: dict[type, type]) -> Itera
 
 @contextlib.contextmanager
 def fused_off(model: nn.Module) -> Iterator[None]:
-    attentions = [m for m in model.modules() if hasattr(m, "use_fused")]
-    for module in attentions:
+    attentions = [(m, m.use_fused) for m in model.modules() if hasattr(m, "use_fused")]
+    for module, _ in attentions:
         module.use_fused = False
     try:
         yield
     finally:
-        for module in attentions:
-            module.use_fused = True
+        for module, was in attentions:
+            module.use_fused = was
 
 
 def _torch_topk(x, k):

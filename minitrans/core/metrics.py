@@ -105,7 +105,7 @@ def signed(signature: object, as_written: bool) -> str:
     return f"{signature}|norm:{AS_WRITTEN if as_written else NORMALIZED}"
 
 
-def _as_scored(
+def as_scored(
     hypotheses: Sequence[str], references: Sequence[str], name: str, keep_spaces: bool, as_written: bool = False
 ) -> tuple[list[str], list[str], float | None]:
     """The texts BLEU tokenises, and the share of spaced CJK gaps when their spaces were removed."""
@@ -133,7 +133,7 @@ def corpus_scores(
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
     name = bleu_tokenizer(tgt_lang, tokenize)
-    hypotheses, references, removed = _as_scored(hypotheses, references, name, keep_spaces, as_written)
+    hypotheses, references, removed = as_scored(hypotheses, references, name, keep_spaces, as_written)
     refs = [list(references)]
     bleu, lowercase = BLEU(tokenize=name), BLEU(tokenize=name, lowercase=True)
     chrf = CHRF()
@@ -172,7 +172,7 @@ def bleu_by_length(
     """Corpus BLEU of each source-length bucket (length in whitespace words), shortest first,
     with the tokenizer and the texts :func:`corpus_scores` uses for the same target language."""
     name = bleu_tokenizer(tgt_lang, tokenize)
-    hypotheses, references, _ = _as_scored(hypotheses, references, name, keep_spaces, as_written)
+    hypotheses, references, _ = as_scored(hypotheses, references, name, keep_spaces, as_written)
     groups: dict[str, tuple[list[str], list[str]]] = {}
     for src, hyp, ref in zip(sources, hypotheses, references):
         hyps, refs = groups.setdefault(bucket_label(len(src.split()), buckets), ([], []))

@@ -1,4 +1,4 @@
-"""Probe sentences the grammar makes with their gold structure (issue 38): sentences whose
+"""Probe sentences the grammar makes with their gold structure (docs/claims.md): sentences whose
 subject is linked to its verb across a relative clause, and sets of sentences whose meaning
 depends only on word order.
 

@@ -20,7 +20,7 @@ import numpy as np
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest, estimate_ci
 
-from minitrans.core.metrics import _as_scored, bleu_tokenizer, signed
+from minitrans.core.metrics import as_scored, bleu_tokenizer, signed
 
 LEVEL = 0.05  # a p-value under this, with an interval that leaves out zero: larger than chance
 RESAMPLES = 1000  # sacrebleu's default for the paired bootstrap
@@ -57,7 +57,7 @@ class Difference:
         return "not larger than chance (its interval holds 0)"
 
     def line(self) -> str:
-        """``BLEU 30.48 vs 29.58: -0.90, 95 % interval -2.11 to +0.31, p = 0.081: not larger than chance ...``"""
+        """One line: ``BLEU B vs A: ±D, 95 % interval L to H, p = P: <verdict>``."""
         return (
             f"{self.metric} {self.system:.2f} vs {self.baseline:.2f}: {self.difference:+.2f}, 95 % interval "
             f"{self.low:+.2f} to {self.high:+.2f}, p = {self.p_value:.3f}: {self.verdict()}"
@@ -84,8 +84,8 @@ def paired_differences(
     if not references:
         raise ValueError("no sentences to compare")
     name = bleu_tokenizer(tgt_lang, tokenize)
-    baseline, refs, _ = _as_scored(baseline, references, name, keep_spaces, as_written)
-    system, _, _ = _as_scored(system, references, name, keep_spaces, as_written)
+    baseline, refs, _ = as_scored(baseline, references, name, keep_spaces, as_written)
+    system, _, _ = as_scored(system, references, name, keep_spaces, as_written)
     metrics = {"BLEU": BLEU(tokenize=name), "chrF": CHRF()}
     test = PairedTest([("baseline", baseline), ("system", system)], metrics, [refs], "bs", resamples)
     signatures, results = test()
