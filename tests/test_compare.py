@@ -346,9 +346,21 @@ def test_the_matched_sweep_gives_one_line_at_its_fixed_h_dk(tmp_path):
     runs, _ = find_runs([tmp_path])
     series = matched_series(runs)
     assert list(series) == [128]
-    assert [(h, d) for h, d, _, _ in series[128]] == [(1, 128), (2, 64), (4, 32), (8, 16), (16, 8)]
+    assert [(point.heads, point.d_k) for point in series[128]] == [(1, 128), (2, 64), (4, 32), (8, 16), (16, 8)]
     assert plot_matched_heads(runs, tmp_path / "matched.png").read_bytes()[:8] == PNG
     assert plot_matched_heads(runs[:1], tmp_path / "alone.png") is None  # one head count: no line
+
+
+def test_the_matched_sweep_over_seeds_gives_each_head_count_its_mean_and_range(tmp_path):
+    from minitrans.runs.compare_plots import matched_series
+
+    for i, (heads, bleu) in enumerate(((1, 60.0), (1, 64.0), (1, 62.5), (8, 70.0), (8, 74.0))):
+        write_run(tmp_path / f"{i}_model.num_heads={heads},seed={i}", summary(heads=heads, d_k=128 // heads, bleu=bleu))
+    runs, _ = find_runs([tmp_path])
+    one, eight = matched_series(runs)[128]
+    assert (one.heads, one.runs, one.low, one.high) == (1, 3, 60.0, 64.0)
+    assert one.bleu == pytest.approx(62.1666, abs=1e-3)
+    assert (eight.runs, eight.bleu, eight.low, eight.high) == (2, 72.0, 70.0, 74.0)
 
 
 def test_an_optuna_search_folder_gives_its_best_trial_as_one_command_line(tmp_path):

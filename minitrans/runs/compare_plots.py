@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 import numpy as np
@@ -88,13 +89,28 @@ def plot_heads_dk(runs: Sequence[Run], path: str | Path, split: str | None = Non
     return path
 
 
-def matched_series(runs: Sequence[Run], split: str | None = None) -> dict[int, list[tuple[int, int, float, float]]]:
-    """For each h·d_k that at least two head counts share: (heads, d_k, mean BLEU, mean
-    parameters) by number of heads; the diagonals of a heads × d_k grid, or a matched sweep."""
-    by_width: dict[int, list[tuple[int, int, float, float]]] = {}
+class MatchedPoint(NamedTuple):
+    """One head count of a fixed h·d_k: its mean test BLEU over the runs (seeds) that share it,
+    their lowest and highest, and how many there are."""
+
+    heads: int
+    d_k: int
+    bleu: float
+    params: float
+    low: float
+    high: float
+    runs: int
+
+
+def matched_series(runs: Sequence[Run], split: str | None = None) -> dict[int, list[MatchedPoint]]:
+    """For each h·d_k that at least two head counts share: a :class:`MatchedPoint` by number of
+    heads; the diagonals of a heads × d_k grid, or a matched sweep (over seeds, when it has several)."""
+    by_width: dict[int, list[MatchedPoint]] = {}
     for (h, d), cell in sorted(_transformer_scores(runs, split).items()):
-        bleu = float(np.mean([run.test(split)["bleu"] for run in cell]))
-        by_width.setdefault(h * d, []).append((h, d, bleu, float(np.mean([run.summary.params for run in cell]))))
+        scores = [run.test(split)["bleu"] for run in cell]
+        params = float(np.mean([run.summary.params for run in cell]))
+        point = MatchedPoint(h, d, float(np.mean(scores)), params, min(scores), max(scores), len(scores))
+        by_width.setdefault(h * d, []).append(point)
     return {width: points for width, points in sorted(by_width.items()) if len(points) >= 2}
 
 
@@ -108,19 +124,29 @@ def plot_matched_heads(runs: Sequence[Run], path: str | Path, split: str | None 
     ax = fig.add_subplot()
     colors = matplotlib.colormaps["tab10"].colors
     for index, (width, points) in enumerate(series.items()):
-        heads = [h for h, _, _, _ in points]
-        params = sorted({p for _, _, _, p in points})
+        heads = [point.heads for point in points]
+        params = sorted({point.params for point in points})
         size = _short_count(params[0]) if len(params) == 1 else f"{_short_count(params[0])}–{_short_count(params[-1])}"
-        ax.plot(
-            heads,
-            [b for _, _, b, _ in points],
-            marker="o",
-            color=colors[index % len(colors)],
-            label=f"h·d_k = {width} ({size} params)",
-        )
-        for h, d, bleu, _ in points:
-            ax.annotate(f"{h}×{d}", (h, bleu), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
-    all_heads = sorted({h for points in series.values() for h, _, _, _ in points})
+        color = colors[index % len(colors)]
+        repeats = sorted({point.runs for point in points})
+        label = f"h·d_k = {width} ({size} params)"
+        if repeats[-1] > 1:  # several seeds: the mean, with a bar from the lowest run to the highest
+            label += f", mean of {'–'.join(map(str, sorted({repeats[0], repeats[-1]})))} runs, bar: range"
+        means = [point.bleu for point in points]
+        below = [point.bleu - point.low for point in points]
+        above = [point.high - point.bleu for point in points]
+        ax.errorbar(heads, means, yerr=[below, above], marker="o", color=color, capsize=4, label=label)
+        for point in points:
+            ax.annotate(
+                f"{point.heads}×{point.d_k}",
+                (point.heads, point.low),
+                textcoords="offset points",
+                xytext=(0, -14),
+                ha="center",
+                fontsize=9,
+            )
+    all_heads = sorted({point.heads for points in series.values() for point in points})
+    ax.margins(y=0.12)  # room for the labels under the lowest points
     ax.set_xscale("log", base=2)
     ax.set_xticks(all_heads, [str(h) for h in all_heads])
     ax.minorticks_off()
@@ -217,6 +243,7 @@ __all__ = [
     "bucket_ticks",
     "heads_dk_grid",
     "line_styles",
+    "MatchedPoint",
     "matched_series",
     "plot_bleu_by_length",
     "plot_heads_dk",
