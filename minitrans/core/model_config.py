@@ -38,6 +38,12 @@ class TransformerConfig:
     # 0 for the default run: the generated corpus is noise-free and seen only three times, and without
     # dropout attention takes PyTorch's fused kernel on the CPU too (README, the default run)
     dropout: float = knob(0.0, "dropout on embeddings, attention weights and sub-layer outputs")
+    attention_dropout: float | None = knob(
+        None, "dropout on the attention weights alone; None -> model.dropout (then recorded)"
+    )
+    ff_dropout: float | None = knob(
+        None, "dropout inside the feed-forward, after its ReLU; None -> model.dropout (then recorded)"
+    )
     norm_first: bool = knob(True, "pre-norm; False gives the original post-norm")
     max_len: int = knob(256, "positions the model can take, source or target")
     share_embeddings: bool = knob(True, "one embedding table for source and target (needs a joint vocabulary)")
@@ -88,6 +94,10 @@ class TransformerConfig:
         check(self.cross_attention in CROSS_ATTENTION, "model.cross_attention", "expected attention or fixed_mean")
         self.scores_divisor()  # refuses a bad model.attention_scale now, not at the first batch
         check_range("model.dropout", self.dropout, 0, 1, high_open=True)
+        for key in ("attention_dropout", "ff_dropout"):
+            check_range(f"model.{key}", getattr(self, key), 0, 1, high_open=True, optional=True)
+            if getattr(self, key) is None:
+                setattr(self, key, self.dropout)
         # The derived widths, computed here once and recorded: the model, the checkpoint,
         # summary.json, TensorBoard and compare.py all read them from the config.
         if self.d_k is None:

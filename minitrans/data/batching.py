@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 
 @dataclass
@@ -48,6 +48,25 @@ def collate(src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]) 
         tgt_out[row, n] = EOS_ID
     num_tgt_tokens = sum(tgt_lengths) + size
     return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), num_tgt_tokens)
+
+
+def drop_words(batch: Batch, src_p: float, tgt_p: float, seed: Sequence[int]) -> Batch:
+    """Word dropout: each source piece with probability ``src_p``, and each piece of the
+    decoder's input after BOS with probability ``tgt_p``, replaced by UNK; the targets the loss
+    scores (``tgt_out``) are kept. The model must then translate from a partly hidden source
+    and continue from a partly hidden prefix, which regularises a model that would otherwise
+    learn its small corpus by heart. Special ids (padding, BOS, EOS) are never dropped. The
+    draw depends only on ``seed`` (the run's seed, the batch's place in its epoch and the rank),
+    so a resumed run draws the same; ``batch`` itself is returned when both rates are 0."""
+    if src_p == 0.0 and tgt_p == 0.0:
+        return batch
+    draw = np.random.default_rng([int(part) for part in seed])
+    src, tgt_in = batch.src.clone(), batch.tgt_in.clone()
+    for ids, p in ((src, src_p), (tgt_in, tgt_p)):
+        if p > 0.0:
+            hidden = torch.from_numpy(draw.random(tuple(ids.shape)) < p) & (ids > EOS_ID)  # pieces, not specials
+            ids.masked_fill_(hidden, UNK_ID)
+    return Batch(src, tgt_in, batch.tgt_out, batch.num_tgt_tokens)
 
 
 class TokenBatchSampler:

@@ -96,12 +96,27 @@ class Residual(nn.Module):
 
 class EncoderLayer(nn.Module):
     """Self-attention, then feed-forward, each in a residual block. ``scale``: the attention
-    scores' factor (None: 1/√Dk)."""
+    scores' factor (None: 1/√Dk). ``dropout`` acts on the sub-layers' outputs, and on the
+    attention weights and inside the feed-forward unless ``attention_dropout`` / ``ff_dropout``
+    give those their own rates."""
 
-    def __init__(self, d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first, scale=None) -> None:
+    def __init__(
+        self,
+        d_model,
+        num_heads,
+        d_k,
+        d_v,
+        d_ff,
+        dropout,
+        norm_first,
+        scale=None,
+        attention_dropout=None,
+        ff_dropout=None,
+    ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout, scale=scale)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        attention_dropout = dropout if attention_dropout is None else attention_dropout
+        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, attention_dropout, scale=scale)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout if ff_dropout is None else ff_dropout)
         self.attn_block = Residual(d_model, dropout, norm_first)
         self.ff_block = Residual(d_model, dropout, norm_first)
 
@@ -118,16 +133,29 @@ class DecoderLayer(nn.Module):
 
     ``is_causal``: a target position attends to itself and earlier positions only (False only
     for the teaching switch ``model.causal_mask=false``). ``scale`` and ``cross_scale``: the
-    self- and cross-attention scores' factors (None: 1/√Dk)."""
+    self- and cross-attention scores' factors (None: 1/√Dk). The dropouts as in :class:`EncoderLayer`."""
 
     def __init__(
-        self, d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first, scale=None, cross_scale=None, is_causal=True
+        self,
+        d_model,
+        num_heads,
+        d_k,
+        d_v,
+        d_ff,
+        dropout,
+        norm_first,
+        scale=None,
+        attention_dropout=None,
+        ff_dropout=None,
+        cross_scale=None,
+        is_causal=True,
     ) -> None:
         super().__init__()
         self.is_causal = is_causal
-        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout, scale=scale)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout, is_cross=True, scale=cross_scale)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        weights_p = dropout if attention_dropout is None else attention_dropout
+        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, weights_p, scale=scale)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, weights_p, is_cross=True, scale=cross_scale)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout if ff_dropout is None else ff_dropout)
         self.self_block = Residual(d_model, dropout, norm_first)
         self.cross_block = Residual(d_model, dropout, norm_first)
         self.ff_block = Residual(d_model, dropout, norm_first)
@@ -175,7 +203,18 @@ class Transformer(Seq2SeqModel):
         # weight 1/S and every target position, in every layer, receives the same mean of the
         # source's values: one context per sentence whatever the decoder asks for.
         cross_scale = 0.0 if cfg.cross_attention == "fixed_mean" else scale
-        layer_args = (d_model, num_heads, d_k, d_v, d_ff, dropout, norm_first, scale)
+        layer_args = (
+            d_model,
+            num_heads,
+            d_k,
+            d_v,
+            d_ff,
+            dropout,
+            norm_first,
+            scale,
+            cfg.attention_dropout,
+            cfg.ff_dropout,
+        )
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(cfg.num_encoder_layers))
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(*layer_args, cross_scale=cross_scale, is_causal=cfg.causal_mask)

@@ -11,12 +11,10 @@ The trainer knows the model only through the shared interface and its loss throu
 
 Re-running into the same folder resumes from ``checkpoints/last.pt`` (written every
 ``checkpoint_every`` steps, at every evaluation, and on SIGINT/SIGTERM): weights, optimizer,
-schedule, step, epoch, position within the epoch and every rank's random generators. On the
-CPU with the same thread count the resumed run is bitwise the run that never stopped, per-step
-losses included; evaluation runs inside ``preserved_rng`` so it cannot shift the stream. Not
-exact: a ``max_minutes`` budget (time is not reproducible, nor is a decay of the rate it drives)
-and GPU kernels that are themselves nondeterministic. Under torchrun the same code trains with
-DistributedDataParallel; see :mod:`minitrans.training.distributed`.
+schedule, position in the data and every rank's random generators, so that on the CPU with the
+same thread count the resumed run is bitwise the run that never stopped (evaluation runs inside
+``preserved_rng``), except under a ``max_minutes`` budget or nondeterministic GPU kernels. Under
+torchrun the same code trains with DDP (:mod:`minitrans.training.distributed`).
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from torch.utils.tensorboard import SummaryWriter
 from minitrans.core.config import TrainConfig
 from minitrans.core.run_folder import RunLock, clean_interrupted_saves
 from minitrans.core.utils import SignalReceived, StopRequest, get_rng_state, preserved_rng, seed_everything
-from minitrans.data.batching import collate
+from minitrans.data.batching import collate, drop_words
 from minitrans.inference.translator import Translator
 from minitrans.models.build import training_loss
 from minitrans.models.interface import count_parameters
@@ -213,7 +211,9 @@ class Trainer:
         tcfg, world, state = self.cfg.trainer, self.dist.world_size, self.state
         started = self.clock()
         shard, weight = distributed.shard(indices, self.dist)
-        batch = collate([self.src_ids[i] for i in shard], [self.tgt_ids[i] for i in shard]).to(self.device)
+        batch = collate([self.src_ids[i] for i in shard], [self.tgt_ids[i] for i in shard])
+        seed = (self.cfg.seed, state.epoch, state.batch_in_epoch, self.dist.rank)  # a resumed run draws the same
+        batch = drop_words(batch, tcfg.src_word_dropout, tcfg.tgt_word_dropout, seed).to(self.device)
         global_tokens = sum(len(self.tgt_ids[i]) + 1 for i in indices)
         # this rank's summed loss over the global batch's token count; DDP averages gradients
         # over ranks, so * world makes the update the gradient of the global mean loss
