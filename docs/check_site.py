@@ -25,6 +25,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+import site_pictures  # noqa: E402
+
 STYLESHEET = "stylesheets/extra.css"
 # Characters of code that fit one column in a 1280 px window, measured in Chromium: a Markdown block
 # holds 637 px of text (688 less its padding and the copy button's), 8.18 px a character; a notebook
@@ -241,16 +244,22 @@ def open_browser(chromium: str, chromedriver: str, width: int = 1280, height: in
     return webdriver.Chrome(service=Service(chromedriver), options=options)
 
 
-def check_in_browser(site: Path, pages: dict[str, Page], chromium: str, chromedriver: str) -> list[str]:
-    """Code blocks wider than their column, as headless Chromium lays them out at 1280 px, and
+def check_in_browser(
+    site: Path, pages: dict[str, Page], chromium: str, chromedriver: str
+) -> tuple[list[str], list[str]]:
+    """(problems, pictures that record no text size): code blocks, pictures and tables wider than
+    their column and labels too small to read, as headless Chromium lays them out at 1280 px, and
     formulas left as raw TeX once the page has loaded with no network."""
     driver = open_browser(chromium, chromedriver)
-    problems = []
+    problems, unmeasured = [], []
     try:
         for name, page in pages.items():
-            if name == "404.html" or not (page.blocks or page.formulas):
+            if name == "404.html":
                 continue
             driver.get((site / name).resolve().as_uri())
+            found, unseen = site_pictures.measured_problems(name, *driver.execute_script(site_pictures.MEASURE))
+            problems += found
+            unmeasured += unseen
             for over, width, start in driver.execute_script(MEASURE):
                 problems.append(f"{name}: code {width} px wide, {over} px more than its column: {start}…")
             if not page.formulas:
@@ -263,7 +272,7 @@ def check_in_browser(site: Path, pages: dict[str, Page], chromium: str, chromedr
                 problems.append(f"{name}: {typeset} formula(s) typeset of {len(page.formulas)}")
     finally:
         driver.quit()
-    return problems
+    return problems, unmeasured
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("site", type=Path, help="the folder mkdocs build wrote (--site-dir)")
     parser.add_argument(
         "--browser", action="store_true", help="measure code widths and typeset math in headless Chromium, offline"
+    )
+    parser.add_argument(
+        "--list-unmeasured", action="store_true", help="with --browser: name the pictures that record no text size"
     )
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--chromedriver", default=shutil.which("chromedriver") or "/usr/bin/chromedriver")
@@ -280,15 +292,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     pages = site_pages(args.site)
     problems = broken_links(args.site, pages) + outside_loads(pages) + math_not_served(args.site, pages)
+    html = {name: (args.site / name).read_text(encoding="utf-8") for name in pages}
+    problems += site_pictures.unlinked_pictures(args.site, html)
+    unmeasured: list[str] = []
     if args.browser:
-        problems += check_in_browser(args.site, pages, args.chromium, args.chromedriver)
+        found, unmeasured = check_in_browser(args.site, pages, args.chromium, args.chromedriver)
+        problems += found
     else:
         problems += too_wide_blocks(pages)
     for problem in problems:
         print(problem)
     blocks = sum(len(page.blocks) for page in pages.values())
     formulas = sum(len(page.formulas) for page in pages.values())
-    print(f"{len(pages)} pages, {blocks} code blocks, {formulas} formulas: {len(problems)} problem(s)", file=sys.stderr)
+    if args.list_unmeasured:
+        for picture in unmeasured:
+            print(f"unmeasured: {picture}", file=sys.stderr)
+    measured = f", {len(unmeasured)} picture(s) that record no text size" if args.browser else ""
+    print(
+        f"{len(pages)} pages, {blocks} code blocks, {formulas} formulas{measured}: {len(problems)} problem(s)",
+        file=sys.stderr,
+    )
     return 1 if problems else 0
 
 

@@ -1,5 +1,6 @@
-"""MkDocs hooks: fill the generated parts of the pages (see gen_reference.py) at build time, and
-point the notebook's links at the site's pages.
+"""MkDocs hooks: fill the generated parts of the pages (see gen_reference.py) at build time, link
+every picture to its full-size file (shown at column width, a wide picture's labels can be too
+small to read), and point the notebook's links at the site's pages.
 
 The notebook links to pages as a reader in Jupyter opens them, by their files (``../concepts.md``);
 mkdocs-jupyter copies those links as they are, so on the site they would name files under
@@ -24,13 +25,27 @@ import gen_reference  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.notebook_links")
 MARKDOWN_LINK = re.compile(r'href="(?!https?:|mailto:|#)([^"#]+\.(?:md|ipynb))(#[^"]*)?"')
+# A link and what it holds, or a picture outside any link
+LINK_OR_PICTURE = re.compile(r"<a\b[^>]*>.*?</a>|(<img\b[^>]*\bsrc=\"(?!data:)([^\"]+)\"[^>]*>)", re.S)
 
 
 def on_page_markdown(markdown: str, **kwargs) -> str:
     return gen_reference.expand(markdown)
 
 
+def linked_pictures(html: str) -> str:
+    """Each picture that sits in no link, wrapped in a link to its own file."""
+
+    def link(match: re.Match) -> str:
+        if match.group(1) is None:  # a link, pictures inside it included: kept as it is
+            return match.group(0)
+        return f'<a href="{match.group(2)}" title="full size">{match.group(1)}</a>'
+
+    return LINK_OR_PICTURE.sub(link, html)
+
+
 def on_page_content(html: str, page, files, **kwargs) -> str:
+    html = linked_pictures(html)
     if not page.file.src_uri.endswith(".ipynb"):
         return html
 
