@@ -32,7 +32,7 @@ EXTRA_COMMANDS = {
 # reference lists them); screenshots.py is a development aid documented on the TensorBoard page.
 HYDRA_SCRIPTS = {"train.py"}
 # The layers from the bottom up (tests/test_layers.py enforces the order): the layout page's order.
-LAYERS = ["core", "data", "models", "inference", "runs", "training", "serve", "bench"]
+LAYERS = ["core", "data", "models", "inference", "export", "analysis", "runs", "training", "serve", "bench", "cli"]
 
 
 class _Captured(Exception):

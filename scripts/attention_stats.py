@@ -38,12 +38,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from minitrans.analysis.attention_stats import check_outputs, future_card, measure_attention_stats
     from minitrans.core.checkpoint import CheckpointError
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split
-    from minitrans.inference.ct2 import is_exported
-    from minitrans.inference.translator import Translator
-    from minitrans.runs.attention_stats import check_outputs, future_card, measure_attention_stats
+    from minitrans.export.ct2_translator import is_exported
+    from minitrans.export.loading import load_torch_translator
 
     if is_exported(args.run):
         print(
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     try:
-        translator = Translator.from_checkpoint(args.run, pick_device(args.device))
+        translator = load_torch_translator(args.run, pick_device(args.device))
         check_outputs(translator, args.out, args.card)
         sources, references, _ = load_run_split(translator.config, args.split)
     except (CheckpointError, FileNotFoundError, ValueError) as error:

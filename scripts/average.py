@@ -17,8 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from minitrans.core.checkpoint import CheckpointError, save_checkpoint
-from minitrans.core.checkpoint_folder import CheckpointFolder
+from minitrans.core.checkpoint import CheckpointError, CheckpointFolder, save_checkpoint
 from minitrans.runs.averaging import average_checkpoints, check_output
 
 

@@ -23,7 +23,7 @@ difference (second minus first), its 95 % interval, its p-value and whether it i
 chance; ``--hypotheses A.txt B.txt`` does the same for two files of translations of the split. A folder written by
 scripts/export.py is scored through CTranslate2 and gets its own eval/. A progress bar on
 stderr counts the sentences translated (--no-progress hides it). Thin by design: the options
-are parsed here, the command is :mod:`minitrans.runs.evaluate_command`. The library (and torch,
+are parsed here, the command is :mod:`minitrans.cli.evaluate`. The library (and torch,
 sacrebleu) is imported only once the options are parsed: ``--help`` is quick.
 """
 
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import datasets
 
-    from minitrans.runs.evaluate_command import run
+    from minitrans.cli.evaluate import run
 
     datasets.disable_progress_bars()  # preparing a corpus stays quiet, as in train.py
     with plain_truncation_warnings():  # any warning left (a damaged cache rebuilt): one plain line

@@ -12,7 +12,7 @@ self-contained: ``scripts/translate.py OUT_DIR`` and ``scripts/evaluate.py OUT_D
 Exit status: 0 done, 1 the model cannot be exported, read or uploaded (one ``error:`` line),
 2 bad arguments.
 
-Thin by design: everything is in ``minitrans.inference.export`` and ``minitrans.inference.hf_export``.
+Thin by design: everything is in ``minitrans.export.ct2_export`` and ``minitrans.export.hf_export``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import re
 import sys
 
 from minitrans.core.checkpoint import CheckpointError
-from minitrans.inference.export import ENGINES, ExportError, export_ctranslate2
-from minitrans.inference.hf_export import export_hf, push_to_hub
+from minitrans.export.ct2_export import ENGINES, ExportError, export_ctranslate2
+from minitrans.export.hf_export import export_hf, push_to_hub
 
 _HUB_NAME = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"  # the Hub's rule for an owner or a name
 HUB_REPO_ID = re.compile(rf"(?!.*(?:\.\.|--))(?:{_HUB_NAME}/)?{_HUB_NAME}")

@@ -6,7 +6,7 @@ order: "the dog that the man sees sleeps", "the man that the dog sees sleeps", .
 translated greedily, and each translation's role words (the nouns and the articles and pronoun
 that mark their case) are counted right (its own gold's), another's (another sentence's of its
 set: the roles swapped) or neither, beside exact matches and the share whose first noun is the
-gold's (minitrans/runs/order_probe.py).
+gold's (minitrans/analysis/order_probe.py).
 Prints one line per run and writes RUN/order_probe.json (an export: into its folder); runs of another
 corpus are skipped.
 """
@@ -38,8 +38,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def result_problem(path: Path, checkpoint: Path) -> str | None:
     """Why the probe's result must not be written to ``path`` (one line), or None: a file the
     probe did not write, or one no command may write over."""
+    from minitrans.analysis.order_probe import is_probe_result
     from minitrans.core.protected import output_problem
-    from minitrans.runs.order_probe import is_probe_result
 
     if path.is_dir():
         return f"{path}: a folder is in the way of the probe's result"
@@ -50,11 +50,10 @@ def result_problem(path: Path, checkpoint: Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from minitrans.core.checkpoint import CheckpointError
-    from minitrans.core.checkpoint_folder import CheckpointFolder
+    from minitrans.analysis.order_probe import RESULT, oriented_sets, score_order_probe
+    from minitrans.core.checkpoint import CheckpointError, CheckpointFolder
     from minitrans.core.utils import pick_device, write_atomic
-    from minitrans.inference.loading import load_translator
-    from minitrans.runs.order_probe import RESULT, oriented_sets, score_order_probe
+    from minitrans.export.loading import load_translator
 
     loaded = []
     for run in args.runs:  # every result checked before any run is measured, so a refusal costs nothing

@@ -32,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         "--seed", type=cli_number(int, 0, MAX_SEED), default=0, help="the random initialisation's seed (default 0)"
     )
     args = parser.parse_args(argv)
+    from minitrans.analysis.scaling_at_init import as_rows, measure_scaling, model_grid, plot, table
     from minitrans.core.protected import output_problem
     from minitrans.core.utils import write_atomic
-    from minitrans.runs.scaling_at_init import as_rows, measure_scaling, model_grid, plot, table
 
     try:
         grid = model_grid(args.d_models, args.heads, args.d_ks)

@@ -7,7 +7,7 @@ scripts/train.py [key=value ...]``; every rank runs this script, and they share 
 (``hydra.run.dir``, chosen by rank 0 unless given).
 
 Thin by design: it turns the Hydra config into typed dataclasses and calls the library
-(:mod:`minitrans.training.job`: the run folder claimed before Hydra starts, the job inside it). Any
+(:mod:`minitrans.cli.train`: the run folder claimed before Hydra starts, the job inside it). Any
 problem it can name (a bad key or value, missing data, an unreadable checkpoint, a diverged
 run) ends the process with one ``error: ...`` line on stderr and a non-zero exit code: 2 for
 configuration, 1 for the rest; a run stopped by SIGINT/SIGTERM exits with 128 + the signal.
@@ -31,9 +31,7 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from minitrans.core.checks import ConfigError  # noqa: E402
-from minitrans.core.hydra_config import check_command_line, register_configs, to_dataclass  # noqa: E402
-from minitrans.training.job import (  # noqa: E402
+from minitrans.cli.train import (  # noqa: E402
     Job,
     claim_run_dir,
     fail,
@@ -43,6 +41,8 @@ from minitrans.training.job import (  # noqa: E402
     torchrun_overrides,
     train_job,
 )
+from minitrans.core.checks import ConfigError  # noqa: E402
+from minitrans.core.hydra_config import check_command_line, register_configs, to_dataclass  # noqa: E402
 
 register_configs()
 

@@ -17,8 +17,8 @@ summary line per kind of warning (the lines it concerns; word or character -> li
 of a warning per line.
 
 Thin by design: the options are parsed here, the command is
-:mod:`minitrans.inference.translate_command` (the maps of ``--attention`` drawn by
-:func:`minitrans.runs.viz.save_line_attention`). The library (and torch) is imported only once
+:mod:`minitrans.cli.translate` (the maps of ``--attention`` drawn by
+:func:`minitrans.analysis.viz.save_line_attention`). The library (and torch) is imported only once
 the options are parsed: ``--help`` is quick.
 """
 
@@ -94,11 +94,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from minitrans.inference.translate_command import run
+    from minitrans.cli.translate import run
 
     draw = None
     if args.attention:  # matplotlib only when a picture is asked for
-        from minitrans.runs.viz import save_line_attention as draw
+        from minitrans.analysis.viz import save_line_attention as draw
     with plain_truncation_warnings():  # any warning left (a damaged cache rebuilt): one plain line
         return run(args, draw)
 

@@ -1,13 +1,11 @@
-"""Tests for AER of attention heads against gold alignments (minitrans/runs/alignment.py)."""
+"""Tests for AER of attention heads against gold alignments (minitrans/analysis/alignment.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from minitrans.core.config import DataConfig
-from minitrans.data.batching import collate
-from minitrans.runs.alignment import (
+from minitrans.analysis.alignment import (
     GoldAlignment,
     LinkCounts,
     aer,
@@ -18,6 +16,8 @@ from minitrans.runs.alignment import (
     piece_words,
     word_alignments,
 )
+from minitrans.core.config import DataConfig
+from minitrans.data.batching import collate
 
 
 def test_hand_computed_aer():
@@ -192,8 +192,8 @@ class _WordPieces:
 def test_attention_drawn_from_the_gold_of_corpus_pairs_gives_aer_zero(src_lang, tgt_lang):
     import datasets
 
+    from minitrans.analysis.alignment import split_alignment
     from minitrans.data.generated import generate_aligned_corpus
-    from minitrans.runs.alignment import split_alignment
 
     data = DataConfig(src_lang=src_lang, tgt_lang=tgt_lang, num_valid=12, num_test=10)
     rows = generate_aligned_corpus(0, 12, 10)["valid"]
@@ -241,10 +241,10 @@ def test_the_attention_rnn_counts_as_one_layer_with_one_head_and_the_fixed_conte
 def test_pairs_longer_than_the_models_positions_are_left_out_not_fed_to_it():
     import datasets
 
+    from minitrans.analysis.alignment import split_alignment
     from minitrans.core.config import TransformerConfig
     from minitrans.data.generated import generate_aligned_corpus
     from minitrans.models.build import VocabSizes, build_model
-    from minitrans.runs.alignment import split_alignment
 
     torch.manual_seed(0)
     data = DataConfig(num_valid=12, num_test=10)

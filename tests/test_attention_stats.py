@@ -1,4 +1,4 @@
-"""The per-layer numbers the claims are read by (minitrans/runs/attention_stats.py): row
+"""The per-layer numbers the claims are read by (minitrans/analysis/attention_stats.py): row
 entropy, each layer's mean, and the decoder's share of weight on later positions."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
+from minitrans.analysis.attention_stats import attention_entropy, future_share, row_entropy
 from minitrans.models.attention import make_causal_mask
-from minitrans.runs.attention_stats import attention_entropy, future_share, row_entropy
 
 
 def test_a_uniform_row_has_log_l_nats_and_a_one_hot_row_none():
@@ -45,10 +45,10 @@ def tokenizer():
 
 @pytest.mark.parametrize("causal_mask", [True, False])
 def test_measured_over_pairs_the_decoder_looks_ahead_only_without_its_mask(tokenizer, causal_mask):
+    from minitrans.analysis.attention_stats import future_card, measure_attention_stats
     from minitrans.core.config import TransformerConfig
     from minitrans.inference.translator import Translator
     from minitrans.models.build import build_model
-    from minitrans.runs.attention_stats import future_card, measure_attention_stats
 
     torch.manual_seed(0)
     cfg = TransformerConfig(d_model=32, num_heads=2, d_ff=64, num_encoder_layers=1, causal_mask=causal_mask)
@@ -84,7 +84,7 @@ def runs(tmp_path_factory):
     from helpers.checkpoints import build_checkpoint
 
     from minitrans.core.config import DataConfig
-    from minitrans.inference.hf_export import export_hf
+    from minitrans.export.hf_export import export_hf
 
     root = tmp_path_factory.mktemp("attention-stats")
     data = DataConfig(name="generated", num_train=40, num_valid=6, num_test=6, cache_dir=str(root / "cache"))
@@ -122,7 +122,7 @@ def test_the_script_measures_a_run_and_its_shared_folder_alike(runs, tmp_path, c
 
 def test_a_ctranslate2_export_is_refused_in_one_line(runs, tmp_path, capsys):
     pytest.importorskip("ctranslate2")
-    from minitrans.inference.export import export_ctranslate2
+    from minitrans.export.ct2_export import export_ctranslate2
 
     run, _, _ = runs
     folder = export_ctranslate2(run, tmp_path / "ct2")

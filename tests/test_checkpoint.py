@@ -17,8 +17,7 @@ import pytest
 import torch
 
 import minitrans.core.checkpoint as checkpoint
-from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from minitrans.core.checkpoint_folder import resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint, save_checkpoint
 
 
 def payload(value: float) -> dict:

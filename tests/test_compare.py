@@ -234,8 +234,8 @@ def test_reports_made_differently_each_get_a_column_that_names_them(tmp_path):
 
 
 def test_each_model_kind_keeps_its_colour_across_plots(tmp_path):
+    from minitrans.analysis.viz import MODEL_COLORS
     from minitrans.runs.compare import line_styles
-    from minitrans.runs.viz import MODEL_COLORS
 
     one = line_styles(["transformer", "rnn", "rnn_attention"])
     other = line_styles(["rnn_attention", "transformer", "rnn", "transformer"])  # another order, a repeat

@@ -100,8 +100,8 @@ def test_a_documented_script_imports_only_what_exists(script):
 
 def test_the_import_check_finds_a_name_that_moved(tmp_path):
     dead = tmp_path / "dead.py"
-    dead.write_text("def main():\n    from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint\n")
-    assert missing_imports(dead) == ["resolve_checkpoint from minitrans.core.checkpoint"]
+    dead.write_text("def main():\n    from minitrans.inference.translator import Translator, load_hf_folder\n")
+    assert missing_imports(dead) == ["load_hf_folder from minitrans.inference.translator"]
 
 
 def run_in_process(script: str, args: list[str]) -> tuple[int, str]:
@@ -168,7 +168,7 @@ def tiny_run(tiny_overrides, tmp_path_factory) -> dict:
     assert done.returncode == 0, done.stderr[-3000:]
     made = {"run": run, "env": env}
     if importlib.util.find_spec("ctranslate2") is not None:
-        from minitrans.inference.export import export_ctranslate2
+        from minitrans.export.ct2_export import export_ctranslate2
 
         made["ct2"] = export_ctranslate2(run, root / "ct2")
     return made

@@ -200,7 +200,7 @@ def test_an_edited_checkpoint_is_one_error_line_before_anything_big_is_built(
 def test_out_puts_the_results_elsewhere_and_a_long_split_shows_progress(
     evaluate, multi30k_run, tmp_path, capsys, monkeypatch
 ):
-    from minitrans.runs import evaluate_command
+    from minitrans.cli import evaluate as evaluate_command
 
     run, root = multi30k_run
     monkeypatch.setattr(evaluate_command, "PROGRESS_CHUNK", 2)  # 5 sentences: three chunks
@@ -226,9 +226,9 @@ def test_a_cut_source_is_a_note_numbered_as_in_the_split_not_a_warning(tmp_path,
 
     from helpers.checkpoints import SRC, build_checkpoint
 
+    from minitrans.cli import evaluate as evaluate_command
     from minitrans.core.decoding_options import DecodingOptions
     from minitrans.inference.translator import Translator
-    from minitrans.runs import evaluate_command
 
     translator = Translator.from_checkpoint(build_checkpoint(tmp_path / "best.pt", max_len=32), device="cpu")
     monkeypatch.setattr(evaluate_command, "PROGRESS_CHUNK", 2)
@@ -303,7 +303,7 @@ def test_keep_spaces_writes_its_own_report_and_is_refused_where_it_changes_nothi
 
 
 def test_a_split_seen_whole_in_training_prints_no_nan(capsys):
-    from minitrans.runs.evaluate_command import print_report
+    from minitrans.cli.evaluate import print_report
 
     report = {"split": "test", "sentences": 3, "beam": 1, "bleu": 50.0, "chrf": 60.0, "bleu_lowercase": 50.0}
     print_report(report | {"bleu_tokenize": "13a", "seen_in_train": 3, "by_length": []})

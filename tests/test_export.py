@@ -17,10 +17,10 @@ from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.config import RNNConfig, TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.tokenizer import Tokenizer
-from minitrans.inference.ct2 import Ct2Error, Ct2Translator, is_exported
-from minitrans.inference.export import ExportError, check_exportable, export_ctranslate2
+from minitrans.export.ct2_export import ExportError, check_exportable, export_ctranslate2
+from minitrans.export.ct2_translator import Ct2Error, Ct2Translator, is_exported
+from minitrans.export.loading import load_torch_translator, load_translator
 from minitrans.inference.lines import score_lines
-from minitrans.inference.loading import load_translator
 from minitrans.inference.translator import Translator, require_model
 from minitrans.models.build import build_model
 
@@ -91,7 +91,7 @@ def test_an_export_of_every_teaching_switch_translates_as_the_run(tmp_path, swit
 
 @needs_ct2
 def test_folding_the_scale_into_the_query_weights_leaves_the_model_alone(tmp_path):
-    from minitrans.inference.export import transformer_spec
+    from minitrans.export.ct2_export import transformer_spec
 
     checkpoint = build_export_checkpoint(tmp_path / "best.pt", attention_scale="0.3", cross_attention="fixed_mean")
     translator = Translator.from_checkpoint(checkpoint, "cpu")
@@ -108,6 +108,22 @@ def test_a_scale_whose_query_weights_overflow_float16_is_refused_in_one_line(tmp
         export_ctranslate2(checkpoint, tmp_path / "ct2", quantization=quantization)
     assert "\n" not in str(e.value) and not (tmp_path / "ct2").exists()
     export_ctranslate2(checkpoint, tmp_path / "bf16", quantization="bfloat16")  # float32's range: fine
+
+
+@needs_ct2
+def test_the_one_loader_tells_each_format_apart(exported):
+    run, folder = exported
+    assert type(load_translator(folder, "cpu")) is Ct2Translator
+    assert type(load_translator(run, "cpu")) is Translator
+    assert type(load_torch_translator(run, "cpu")) is Translator
+
+
+@needs_ct2
+def test_the_torch_loader_refuses_an_export_in_one_line(exported):
+    _, folder = exported
+    with pytest.raises(CheckpointError, match="CTranslate2 export, which has no PyTorch model") as error:
+        load_torch_translator(folder, "cpu")
+    assert "\n" not in str(error.value)
 
 
 @needs_ct2

@@ -8,9 +8,9 @@ import matplotlib
 import pytest
 import torch
 
+from minitrans.analysis import fonts
+from minitrans.analysis.viz import attention_card, save_attention_png
 from minitrans.inference.coverage import language_name
-from minitrans.runs import fonts
-from minitrans.runs.viz import attention_card, save_attention_png
 
 TOKENS = {
     "Chinese": ["▁恭喜", "你们", "！"],

@@ -1,13 +1,11 @@
-"""Tests for the head-role scores (minitrans/runs/head_roles.py) on hand-built attention maps."""
+"""Tests for the head-role scores (minitrans/analysis/head_roles.py) on hand-built attention maps."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from minitrans.core.config import TransformerConfig
-from minitrans.models.transformer import Transformer
-from minitrans.runs.head_roles import (
+from minitrans.analysis.head_roles import (
     ROLE_THRESHOLDS,
     linked_share,
     measure_self_attention_roles,
@@ -15,6 +13,8 @@ from minitrans.runs.head_roles import (
     next_token_share,
     previous_token_share,
 )
+from minitrans.core.config import TransformerConfig
+from minitrans.models.transformer import Transformer
 
 L = 6
 
@@ -95,7 +95,7 @@ def test_roles_of_a_real_model_are_shares_and_batching_does_not_change_them():
 
 
 def test_map_roles_names_a_head_from_its_own_map_and_a_cross_head_from_its_aer():
-    from minitrans.runs.head_roles import map_roles
+    from minitrans.analysis.head_roles import map_roles
 
     self_maps = torch.cat([shifted(-1), uniform(), shifted(+1)], dim=1)[0]  # (3, L, L)
     cross = uniform()[0].repeat(2, 1, 1)  # (2, L, L)

@@ -1,14 +1,14 @@
-"""Tests for head importance by ablation (minitrans/runs/heads.py)."""
+"""Tests for head importance by ablation (minitrans/analysis/heads.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from minitrans.analysis.heads import ablate_heads, all_heads, attention_layers, masked_heads
 from minitrans.core.config import TransformerConfig
 from minitrans.models.attention import merge_heads, scaled_dot_product_attention
 from minitrans.models.transformer import Transformer
-from minitrans.runs.heads import ablate_heads, all_heads, attention_layers, masked_heads
 
 PAD = 0
 

@@ -17,12 +17,12 @@ from helpers.checkpoints import EXPORT_SRC, SENTENCES, VARIANTS, build_export_ch
 
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from minitrans.core.textio import read_json
-from minitrans.inference import hf_export
+from minitrans.export import hf_export
+from minitrans.export.ct2_export import ExportError, shareable_config
+from minitrans.export.hf_export import export_hf, push_to_hub
+from minitrans.export.hf_folder import is_hf_export, load_hf_folder
+from minitrans.export.loading import load_torch_translator, load_translator
 from minitrans.inference.coverage import TrainingRecord
-from minitrans.inference.export import ExportError, shareable_config
-from minitrans.inference.hf_export import export_hf, push_to_hub
-from minitrans.inference.hf_folder import is_hf_export
-from minitrans.inference.loading import load_translator
 from minitrans.inference.translator import Translator
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -73,7 +73,7 @@ def test_the_folder_translates_as_the_checkpoint_did_without_torch_load(tmp_path
     ours = Translator.from_checkpoint(run, "cpu")
     folder, _ = export_hf(run, tmp_path / "shared")
     no_pickle(monkeypatch)
-    loaded = Translator.from_pretrained(folder, "cpu")
+    loaded = load_hf_folder(folder, "cpu")
     src_ids = ours.encode(SENTENCES)
     assert loaded.translate_encoded(src_ids) == ours.translate_encoded(src_ids)
     for name, tensor in ours.model.state_dict().items():
@@ -82,9 +82,7 @@ def test_the_folder_translates_as_the_checkpoint_did_without_torch_load(tmp_path
     assert loaded.record.to_state() == ours.record.to_state()  # unseen-word warnings work as before
     # every loader of the scripts takes the folder (and its weights file) too
     for path in (folder, folder / "model.safetensors"):
-        assert Translator.from_checkpoint(path, "cpu").translate_encoded(src_ids[:3]) == ours.translate_encoded(
-            src_ids[:3]
-        )
+        assert load_torch_translator(path, "cpu").translate_encoded(src_ids[:3]) == ours.translate_encoded(src_ids[:3])
     assert load_translator(folder, "cpu").translate_encoded(src_ids[:3]) == ours.translate_encoded(src_ids[:3])
 
 
@@ -146,9 +144,9 @@ def test_a_folder_whose_config_does_not_match_its_weights_is_one_error(shared, t
     config["config"]["model"]["d_model"] = 4096
     (bad / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match=r"does not hold a usable model .*disagree"):
-        Translator.from_pretrained(bad, "cpu")
+        load_hf_folder(bad, "cpu")
     with pytest.raises(CheckpointError, match="not a folder written by export.py --to hf"):
-        Translator.from_pretrained(tmp_path, "cpu")
+        load_hf_folder(tmp_path, "cpu")
 
 
 @pytest.mark.parametrize("scale", ["1e-45", "1e-30", 1e-300])
@@ -174,11 +172,11 @@ def test_both_cards_name_the_teaching_switches_a_model_trained_with(shared, tmp_
     folder, _ = export_hf(run, tmp_path / "switched")
     readme = (folder / "README.md").read_text()
     assert "teaching switches (`model.attention_scale=2`, `model.causal_mask=false`, `model.positions=none`)" in readme
-    info = model_card(Translator.from_pretrained(folder, "cpu"))
+    info = model_card(load_hf_folder(folder, "cpu"))
     assert "teaching:   trained with model.attention_scale=2, model.causal_mask=false, model.positions=none" in info
     _, plain = shared
     assert "teaching switch" not in (plain / "README.md").read_text()
-    assert "teaching:" not in model_card(Translator.from_pretrained(plain, "cpu"))
+    assert "teaching:" not in model_card(load_hf_folder(plain, "cpu"))
 
 
 class FakeHub:
@@ -253,7 +251,7 @@ def test_hf_export_module_states_its_files():
 @pytest.mark.slow
 def test_translate_and_evaluate_scripts_take_the_folder(shared):
     _, folder = shared
-    ours = Translator.from_pretrained(folder, "cpu").translate(["ein mann fährt fahrrad ."])
+    ours = load_hf_folder(folder, "cpu").translate(["ein mann fährt fahrrad ."])
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "translate.py"), str(folder), "ein mann fährt fahrrad ."],
         cwd=REPO,
@@ -315,10 +313,10 @@ def test_a_fifo_or_dev_zero_in_a_shared_folder_is_one_error_not_a_hang(shared, t
             if name == "config.json":  # without its config the folder is not taken for an export at all
                 assert not is_hf_export(bad)
                 with pytest.raises(CheckpointError, match="not a folder written by export.py --to hf"):
-                    Translator.from_pretrained(bad, "cpu")
+                    load_hf_folder(bad, "cpu")
             else:
                 with pytest.raises(CheckpointError, match=rf"{name} is (a FIFO|a device), not a regular file"):
-                    Translator.from_pretrained(bad, "cpu")
+                    load_hf_folder(bad, "cpu")
         finally:
             signal.alarm(0)
 
@@ -358,11 +356,11 @@ def test_hostile_json_and_sizes_in_a_shared_folder_are_one_error_each(shared, tm
                 read_json(bad / name)
             continue
         with pytest.raises(CheckpointError, match=rf"does not hold a usable model \(.*({reasons[case]})"):
-            Translator.from_pretrained(bad, "cpu")
+            load_hf_folder(bad, "cpu")
 
 
 def test_an_export_carries_none_of_the_exporters_paths(tmp_path):
-    from minitrans.inference.export import shareable_source
+    from minitrans.export.ct2_export import shareable_source
 
     corpus = tmp_path / "my-corpus"
     corpus.mkdir()
@@ -380,7 +378,7 @@ def test_an_export_carries_none_of_the_exporters_paths(tmp_path):
     written = "".join(path.read_text(encoding="utf-8") for path in folder.iterdir() if path.suffix in (".json", ".md"))
     assert str(tmp_path) not in written and "secret-cache" not in written
     assert json.loads((folder / "config.json").read_text())["source"] == "run/checkpoints/best.pt"
-    assert Translator.from_pretrained(folder, "cpu").config["data"]["root"] == "my-corpus"
+    assert load_hf_folder(folder, "cpu").config["data"]["root"] == "my-corpus"
 
 
 def test_int64_or_nan_weights_are_refused_not_translated_to_question_marks(shared, tmp_path):
@@ -396,7 +394,7 @@ def test_int64_or_nan_weights_are_refused_not_translated_to_question_marks(share
         bad = copy_of(folder, tmp_path / case)
         save_file({**weights, key: value}, str(bad / "model.safetensors"))
         with pytest.raises(CheckpointError, match=rf"does not hold a usable model .*{key} {reason}"):
-            Translator.from_pretrained(bad, "cpu")
+            load_hf_folder(bad, "cpu")
 
 
 @pytest.mark.parametrize("repo", ["../../etc/passwd", "", "me/model.", "a--b/model", "me/" + "x" * 97])

@@ -1,4 +1,4 @@
-"""One training job's error lines (:mod:`minitrans.training.job`): a write that fails for want
+"""One training job's error lines (:mod:`minitrans.cli.train`): a write that fails for want
 of room says where, and how much room each place has left."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 import minitrans.training.trainer as trainer
+from minitrans.cli.train import Job, os_error_line, run_job
 from minitrans.core.utils import atomic_file
-from minitrans.training.job import Job, os_error_line, run_job
 
 
 def little_room(monkeypatch, free: int = 4096) -> None:
@@ -55,8 +55,8 @@ def test_a_write_that_names_no_file_names_both_places_it_may_have_been(tmp_path,
 def test_ranks_started_with_different_settings_are_named_each_with_its_values(monkeypatch, tiny_config):
     """What every rank gathers at the rendezvous, here four ranks faked: the settings that
     differ, each value with its ranks, a node's own cache folder and thread count let be."""
+    from minitrans.cli.train import flat_settings, nodes_disagree
     from minitrans.training import distributed
-    from minitrans.training.job import flat_settings, nodes_disagree
 
     configs = [
         tiny_config(f"seed={seed}", f"data.cache_dir=/node{rank}", f"trainer.num_threads={rank + 1}")
@@ -82,7 +82,7 @@ def test_ranks_started_with_different_settings_are_named_each_with_its_values(mo
 def test_a_named_allocator_missing_here_is_refused_in_a_one_process_run_too(tmp_path, monkeypatch, capsys, tiny_config):
     import ctypes.util
 
-    from minitrans.training import job as job_module
+    from minitrans.cli import train as job_module
 
     monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)  # neither tcmalloc nor jemalloc here
     ran = []

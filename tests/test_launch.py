@@ -185,7 +185,7 @@ def test_a_killed_process_is_named_with_its_signal_and_the_job_fails(capfd):
 
 TRAINS_NOTHING = """
 import runpy, sys
-import minitrans.training.job as job
+import minitrans.cli.train as job
 job.run_job = lambda cfg, job: 0
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")

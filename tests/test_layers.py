@@ -12,7 +12,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "minitrans"
 TESTS = Path(__file__).resolve().parent
 # bottom to top; a sub-package may import its own modules and any sub-package of a lower rank
-LAYERS = {"core": 0, "data": 1, "models": 2, "inference": 3, "runs": 4, "training": 5, "serve": 6, "bench": 6}
+LAYERS = {
+    "core": 0,
+    "data": 1,
+    "models": 2,
+    "inference": 3,
+    "export": 4,
+    "analysis": 5,
+    "runs": 6,
+    "training": 7,
+    "serve": 8,
+    "bench": 8,
+    "cli": 9,
+}
 MAX_LINES = 400
 TABLES = {"data/lexicon.py"}  # the grammar's word lists: data, not logic
 

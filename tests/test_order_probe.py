@@ -1,13 +1,13 @@
-"""Tests for the order probe (minitrans/data/probes.py's order sets, minitrans/runs/order_probe.py)."""
+"""Tests for the order probe (minitrans/data/probes.py's order sets, minitrans/analysis/order_probe.py)."""
 
 from __future__ import annotations
 
 import pytest
 
+from minitrans.analysis.order_probe import oriented_sets, role_words, score_order_probe
 from minitrans.core.config import DataConfig
 from minitrans.data.lexicon import NOUNS, VERBS
 from minitrans.data.probes import order_set, order_sets
-from minitrans.runs.order_probe import oriented_sets, role_words, score_order_probe
 
 SETS = oriented_sets(DataConfig(), 30)
 GOLD = {source: gold for pairs in SETS for source, gold in pairs}
@@ -99,13 +99,13 @@ def test_the_script_probes_a_shared_folder_and_a_ctranslate2_export_as_their_run
     from helpers.checkpoints import build_checkpoint
     from helpers.scripts import load_script
 
-    from minitrans.inference.hf_export import export_hf
+    from minitrans.export.hf_export import export_hf
 
     run = tmp_path / "generated"
     build_checkpoint(run / "checkpoints" / "best.pt", data=DataConfig(num_train=50, cache_dir=str(tmp_path / "cache")))
     folders = [export_hf(run, tmp_path / "shared")[0]]
     if importlib.util.find_spec("ctranslate2") is not None:
-        from minitrans.inference.export import export_ctranslate2
+        from minitrans.export.ct2_export import export_ctranslate2
 
         folders.append(export_ctranslate2(run, tmp_path / "ct2"))
     script = load_script("order_probe")

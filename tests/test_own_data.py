@@ -431,7 +431,7 @@ def test_the_record_of_decomposed_sources_holds_the_letters_the_model_reads(tmp_
 def test_the_model_card_names_the_corpus_file_not_only_its_kind(tmp_path, data, named):
     from helpers.checkpoints import build_cased_checkpoint
 
-    from minitrans.inference.loading import load_translator
+    from minitrans.export.loading import load_translator
     from minitrans.inference.model_card import model_card
 
     path = build_cased_checkpoint(tmp_path / "best.pt", data)

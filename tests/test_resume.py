@@ -182,7 +182,7 @@ def test_the_trainer_writes_what_checkpoint_payload_builds(tmp_path, tiny_config
     bytes of a run's checkpoints depend on it), the weights and the configuration it was given."""
     from dataclasses import asdict
 
-    from minitrans.training.state import checkpoint_payload
+    from minitrans.training.checkpoints import checkpoint_payload
 
     cfg = tiny_config("trainer.max_steps=2", "trainer.eval_every=1000")
     train(cfg, tmp_path / "run")
@@ -251,7 +251,7 @@ def test_a_resume_compares_the_attention_scale_by_value_not_by_spelling(tmp_path
     from dataclasses import asdict
 
     from minitrans.core.checks import ConfigError
-    from minitrans.training.resume import check_same_run
+    from minitrans.training.checkpoints import check_same_run
 
     trained = asdict(tiny_config(f"model.attention_scale={saved}"))
     check_same_run(trained, tiny_config(f"model.attention_scale={given}"), tmp_path / "last.pt")  # the same scale

@@ -8,8 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitrans.core.checkpoint import CheckpointError, average_state_dicts, load_checkpoint
-from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
+from minitrans.core.checkpoint import (
+    CheckpointError,
+    CheckpointFolder,
+    average_state_dicts,
+    load_checkpoint,
+    resolve_checkpoint,
+)
 from minitrans.training.checkpoints import Checkpoints
 from minitrans.training.state import TrainingStopped
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import script_env, train_command
 
-from minitrans.core.checkpoint_folder import resolve_checkpoint
+from minitrans.core.checkpoint import resolve_checkpoint
 from minitrans.core.checks import ConfigError
 from minitrans.core.run_folder import (
     HOLDER_NAME,
@@ -261,7 +261,7 @@ SPELLINGS = [
 def test_every_spelling_hydra_takes_for_the_run_folder_is_refused_before_hydra_writes(spelling, tmp_path, monkeypatch):
     """``++hydra.run.dir=X`` and a quoted ``hydra.run.dir="X"`` name the same folder as the
     plain spelling: a folder in use is refused at once, and no folder named ``"X"`` appears."""
-    from minitrans.training.job import hold_run_dir_argument
+    from minitrans.cli.train import hold_run_dir_argument
 
     monkeypatch.chdir(tmp_path)
     run = tmp_path / "run"
@@ -274,8 +274,8 @@ def test_every_spelling_hydra_takes_for_the_run_folder_is_refused_before_hydra_w
 
 
 def test_a_quoted_run_folder_is_locked_by_its_own_name(tmp_path, monkeypatch):
+    from minitrans.cli import train as job
     from minitrans.core.hydra_config import named_run_dir
-    from minitrans.training import job
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINITRANS_RUN_LOCK", "")  # restored after: the lock is handed down through it

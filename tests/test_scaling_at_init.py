@@ -1,4 +1,4 @@
-"""Tests for the √d_k measurement at initialisation (minitrans/runs/scaling_at_init.py)."""
+"""Tests for the √d_k measurement at initialisation (minitrans/analysis/scaling_at_init.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 from helpers.scripts import load_script
 
-from minitrans.runs.scaling_at_init import measure_scaling, model_grid, table
+from minitrans.analysis.scaling_at_init import measure_scaling, model_grid, table
 
 # one head as wide as the model, and eight narrow ones, at two widths
 GRID = [(64, 1, 64), (64, 8, 8), (256, 1, 256), (256, 8, 32)]

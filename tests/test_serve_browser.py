@@ -36,8 +36,8 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
+from minitrans.analysis.alignment import gold_split  # noqa: E402
 from minitrans.core.config import DataConfig  # noqa: E402
-from minitrans.runs.alignment import gold_split  # noqa: E402
 from minitrans.serve.app import ServedModel, create_app  # noqa: E402
 
 # the Transformer "trained" on a small generated corpus, so that the page offers its test sentences

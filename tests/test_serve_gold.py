@@ -13,8 +13,8 @@ pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 from helpers.checkpoints import SRC, build_checkpoint  # noqa: E402
 
+from minitrans.analysis.alignment import aer, as_links, gold_split, piece_words, word_alignments  # noqa: E402
 from minitrans.core.config import DataConfig  # noqa: E402
-from minitrans.runs.alignment import aer, as_links, gold_split, piece_words, word_alignments  # noqa: E402
 from minitrans.serve.app import ServedModel, create_app  # noqa: E402
 
 DATA = DataConfig(name="generated", src_lang="de", tgt_lang="en", num_valid=4, num_test=6, min_words=4, max_words=8)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from minitrans.core.decoding_options import DecodingOptions
-from minitrans.runs.sharing import Share
+from minitrans.core.sharing import Share
 
 
 class RecordingWriter:

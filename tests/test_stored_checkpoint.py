@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from minitrans.core.decoding_options import DecodingOptions
-from minitrans.inference.translator import Translator
+from minitrans.export.loading import load_torch_translator
 from minitrans.models.fast.transformer import FastTransformer
 from minitrans.models.transformer import Transformer
 
@@ -20,7 +20,7 @@ RECORDED = json.loads((DATA / "translations.json").read_text(encoding="utf-8"))
 @pytest.mark.parametrize("implementation", ["fast", "notes"])
 @pytest.mark.parametrize("name", ["tiny.pt", "tiny_hf"])
 def test_a_checkpoint_of_todays_format_translates_as_main_did(name, implementation):
-    translator = Translator.from_checkpoint(DATA / name, device="cpu")
+    translator = load_torch_translator(DATA / name, device="cpu")
     if implementation == "notes":  # the same weights in the notes model
         fast = translator.model
         notes = Transformer(replace(translator_config(translator), implementation="notes"), *vocab(fast))

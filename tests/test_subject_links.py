@@ -1,6 +1,6 @@
 """Tests for the verb-to-subject links of long-range syntax (minitrans/data/grammar.py's
 subject_links, minitrans/data/probes.py) and their scoring at subword positions
-(minitrans/runs/head_roles.py)."""
+(minitrans/analysis/head_roles.py)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import pytest
 import torch
 from helpers.grammar import clause, main, np, sentence, whom
 
-from minitrans.core.config import TransformerConfig
-from minitrans.data.grammar import render, subject_links
-from minitrans.data.probes import subject_pairs
-from minitrans.models.transformer import Transformer
-from minitrans.runs.head_roles import (
+from minitrans.analysis.head_roles import (
     linked_share,
     measure_self_attention_roles,
     piece_positions,
     subject_links_at_pieces,
 )
+from minitrans.core.config import TransformerConfig
+from minitrans.data.grammar import render, subject_links
+from minitrans.data.probes import subject_pairs
+from minitrans.models.transformer import Transformer
 
 
 def words_of(text: str, links) -> list[tuple[list[str], list[str]]]:
@@ -99,9 +99,9 @@ def test_a_real_models_subject_shares_are_shares_and_batching_does_not_change_th
 
 
 def test_the_subject_probe_is_oriented_by_the_runs_languages_and_its_links_lie_inside_the_sentences():
+    from minitrans.analysis.head_roles import subject_probe
     from minitrans.core.config import DataConfig
     from minitrans.data.tokenizer import Tokenizer
-    from minitrans.runs.head_roles import subject_probe
 
     pairs = subject_pairs(30, seed=0, max_words=12)
     tokenizer = Tokenizer.train([p.en for p in pairs], [p.de for p in pairs], vocab_size=400)

@@ -17,11 +17,11 @@ from tensorboard.plugins.hparams import api_pb2, backend_context, list_session_g
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 from torch.utils.tensorboard import SummaryWriter
 
+from minitrans.analysis.alignment import measure_alignment, parse_alignment
 from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.translator import Translator
 from minitrans.models.build import build_model
-from minitrans.runs.alignment import measure_alignment, parse_alignment
 from minitrans.runs.summary import RunSummary
 from minitrans.runs.tb_gold import log_gold_overlays
 from minitrans.runs.tblog import (

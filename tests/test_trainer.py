@@ -325,7 +325,7 @@ def set_state(name, value):
 )
 def test_a_training_state_of_the_wrong_kind_is_refused_in_one_line(trained, tiny_config, tmp_path, edit, reason):
     from minitrans.core.checkpoint import CheckpointError
-    from minitrans.training.resume import AFRESH
+    from minitrans.training.checkpoints import AFRESH
 
     run = resumable(trained, tmp_path, edit)
     last = run / "checkpoints" / "last.pt"

@@ -14,15 +14,14 @@ import torch
 from helpers.checkpoints import SRC, TGT, build_checkpoint
 from helpers.scripts import load_script, pipe_stdin
 
-from minitrans.core.checkpoint import CheckpointError, save_checkpoint
-from minitrans.core.checkpoint_folder import resolve_checkpoint
+from minitrans.analysis.viz import save_line_attention
+from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint, save_checkpoint
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.data.tokenizer import EOS_ID, PAD_ID
 from minitrans.inference.lines import translate_lines
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
-from minitrans.runs.viz import save_line_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -328,8 +327,8 @@ def test_attention_prints_the_file_it_writes_and_refuses_a_folder_or_format_it_c
 def test_the_length_penalty_defaults_to_the_runs_own(script, tmp_path, monkeypatch, capsys):
     """No --length-penalty: the one the run's own test was scored with (trainer.length_penalty,
     which a recipe may tune); the flag overrides it."""
+    from minitrans.cli import translate as translate_command
     from minitrans.core.checkpoint import load_checkpoint, save_checkpoint
-    from minitrans.inference import translate_command
 
     best = build_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt", max_len=32)
     payload = load_checkpoint(best)
@@ -667,7 +666,7 @@ def test_the_card_names_the_teaching_switches_a_model_trained_with(script, cheat
     assert "model.causal_mask=false" in line and "model.attention_scale=2" in line
     assert script.main([str(run), "--info"]) == 0
     assert "teaching:" not in capsys.readouterr().out  # the notes' model has none
-    from minitrans.inference.hub_card import hub_card
+    from minitrans.export.hub_card import hub_card
 
     shared = hub_card(Translator.from_checkpoint(cheating_run, device="cpu"), resolve_checkpoint(cheating_run))
     assert "teaching switches (`model.attention_scale=2`, `model.causal_mask=false`)" in shared

@@ -7,11 +7,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from minitrans.core.config import TransformerConfig
-from minitrans.data.tokenizer import Tokenizer
-from minitrans.inference.translator import Translator, sentence_tokens
-from minitrans.models.transformer import Transformer
-from minitrans.runs.viz import (
+from minitrans.analysis.viz import (
     CARD_FONT,
     CARD_INCHES,
     CARD_MAX_LABELS,
@@ -25,6 +21,10 @@ from minitrans.runs.viz import (
     model_color,
     save_attention_png,
 )
+from minitrans.core.config import TransformerConfig
+from minitrans.data.tokenizer import Tokenizer
+from minitrans.inference.translator import Translator, sentence_tokens
+from minitrans.models.transformer import Transformer
 
 SRC = ["▁Ein", "▁Mann", "▁fähr", "t", "▁Rad", ".", "</s>"]
 TGT_IN = ["<s>", "▁A", "▁man", "▁ride", "s", "▁a", "▁bike", "."]

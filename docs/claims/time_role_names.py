@@ -9,16 +9,15 @@ import time
 
 import torch
 
-from minitrans.core.checkpoint_folder import resolve_checkpoint
+from minitrans.analysis.attention_stats import attention_entropy
+from minitrans.analysis.head_roles import map_roles
+from minitrans.analysis.viz import attention_card_images
 from minitrans.data.corpus import load_run_split
-from minitrans.inference.translator import Translator
+from minitrans.export.loading import load_torch_translator
 from minitrans.runs import tblog
-from minitrans.runs.attention_stats import attention_entropy
-from minitrans.runs.head_roles import map_roles
-from minitrans.runs.viz import attention_card_images
 
 torch.set_num_threads(1)
-translator = Translator.from_checkpoint(resolve_checkpoint(sys.argv[1]), "cpu")
+translator = load_torch_translator(sys.argv[1], "cpu")
 sources, references, _ = load_run_split(translator.config, "valid")
 samples = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 src_ids = translator.encode(sources[:samples])

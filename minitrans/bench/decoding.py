@@ -34,6 +34,7 @@ import torch
 from minitrans.core.checks import cli_number
 from minitrans.core.decoding_options import BEAM_RANGE, DecodingOptions
 from minitrans.data.corpus import load_run_split
+from minitrans.export.loading import load_torch_translator
 from minitrans.inference.translator import Translator
 
 
@@ -54,7 +55,7 @@ def benchmark_decoding(
          "results": [{"beam", "cached_sents_per_s", "uncached_sents_per_s", "speedup",
                       "identical", "differing_sentences", "cached_s", "uncached_s"}, ...]}
     """
-    translator = checkpoint if isinstance(checkpoint, Translator) else Translator.from_checkpoint(checkpoint, device)
+    translator = checkpoint if isinstance(checkpoint, Translator) else load_torch_translator(checkpoint, device)
     if sentences is None:
         if translator.config is None:
             raise ValueError("this translator has no run configuration: pass the sentences")
@@ -134,13 +135,13 @@ def benchmark_engines(
                       "sents_per_cpu_s", "bleu", "differing_sentences"}, ...]}
     """
     from minitrans.core.metrics import corpus_scores
-    from minitrans.inference.ct2 import Ct2Translator
-    from minitrans.inference.export import export_ctranslate2
+    from minitrans.export.ct2_export import export_ctranslate2
+    from minitrans.export.ct2_translator import Ct2Translator
 
     unknown = [name for name in engines if name not in ENGINES]
     if unknown:
         raise ValueError(f"unknown engine {unknown[0]!r}; choose from {', '.join(ENGINES)}")
-    ours = Translator.from_checkpoint(checkpoint, "cpu")
+    ours = load_torch_translator(checkpoint, "cpu")
     sentences, references, split = load_run_split(ours.config, split)
     sentences, references = list(sentences)[:limit], list(references)[:limit]
     src_ids = ours.encode(sentences)

@@ -37,6 +37,7 @@ from minitrans.core.config import TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.data.corpus import load_run_split
+from minitrans.export.loading import load_torch_translator
 from minitrans.inference import decoding
 from minitrans.inference.translator import Translator
 from minitrans.models.build import VocabSizes, build_model, training_loss
@@ -220,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     translator = None
     if "beam5" in workloads and args.checkpoint:
         try:  # before minutes of measuring, not after
-            translator = Translator.from_checkpoint(args.checkpoint, "cpu")
+            translator = load_torch_translator(args.checkpoint, "cpu")
         except (CheckpointError, FileNotFoundError) as error:
             parser.error(f"--checkpoint: {error}")
     if "default" in workloads:

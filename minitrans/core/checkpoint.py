@@ -17,9 +17,13 @@ explicitly (torch's ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` only changes calls that
 ``weights_only`` unset, and the scan holds even if something has patched ``torch.load``). Any
 problem is one :class:`CheckpointError` with a one-line message.
 
-This module is about one file; where a run keeps its checkpoints is
-:mod:`minitrans.core.checkpoint_folder`'s, and what a run writes there the trainer's
-(:mod:`minitrans.training.checkpoints`).
+A run keeps its checkpoints in one folder, :class:`CheckpointFolder` (below): ``last.pt``, the
+training state to resume from; ``best.pt``, the weights chosen by validation so far;
+``step_NNNNNNN.pt``, the weights at each validation (the newest few kept, for averaging); and
+``averaged.pt``, the mean of the kept step files, written when the run finishes. It knows these
+names and which file translation and evaluation take (averaged, else best, else last);
+:func:`resolve_checkpoint` turns a run folder into that file. What a run writes there, and which
+weights it is judged by, is the trainer's policy (:mod:`minitrans.training.checkpoints`).
 """
 
 from __future__ import annotations
@@ -230,3 +234,67 @@ def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, 
         else:
             averaged[key] = last.clone()
     return averaged
+
+
+class CheckpointFolder:
+    """The ``checkpoints/`` folder of a run: its file names, and the file to translate with."""
+
+    LAST, BEST, AVERAGED = "last.pt", "best.pt", "averaged.pt"
+    PREFERENCE = (AVERAGED, BEST, LAST)
+    STEP_PATTERN = "step_*.pt"
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    @classmethod
+    def of_run(cls, run_dir: str | Path, **options):
+        """The checkpoints of the run in ``run_dir`` (its ``checkpoints/`` folder)."""
+        return cls(Path(run_dir) / "checkpoints", **options)
+
+    @classmethod
+    def find(cls, path: str | Path):
+        """The checkpoints of a run folder, given the run folder or a folder of checkpoints."""
+        path = Path(path)
+        return cls.of_run(path) if (path / "checkpoints").is_dir() else cls(path)
+
+    @staticmethod
+    def run_folder_of(checkpoint: str | Path) -> Path:
+        """The run folder a checkpoint file belongs to (``RUN/checkpoints/best.pt`` -> ``RUN``;
+        any other file: its own folder). The one answer every reader uses: where evaluate.py
+        writes eval/, where a model card finds the training command, what the web app calls a run."""
+        parent = Path(checkpoint).parent
+        return parent.parent if parent.name == "checkpoints" else parent
+
+    @property
+    def last(self) -> Path:
+        return self.folder / self.LAST
+
+    @property
+    def best(self) -> Path:
+        return self.folder / self.BEST
+
+    @property
+    def averaged(self) -> Path:
+        return self.folder / self.AVERAGED
+
+    def step_files(self) -> list[Path]:
+        """The kept ``step_*.pt`` files, oldest first."""
+        return sorted(self.folder.glob(self.STEP_PATTERN))
+
+    def preferred(self) -> Path | None:
+        """The checkpoint to translate with: averaged.pt, else best.pt, else last.pt; None if none."""
+        return next((self.folder / name for name in self.PREFERENCE if (self.folder / name).is_file()), None)
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A ``.pt`` file as it is; a run folder (or its ``checkpoints/``) -> its preferred checkpoint
+    (averaged.pt, else best.pt, else last.pt)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    for checkpoints in (CheckpointFolder.of_run(path), CheckpointFolder(path)):
+        found = checkpoints.preferred()
+        if found is not None:
+            return found
+    names = ",".join(CheckpointFolder.PREFERENCE)
+    raise CheckpointError(f"no checkpoint in {path} (looked for checkpoints/{{{names}}})")

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from fnmatch import fnmatch
 from pathlib import Path
 
-from minitrans.core.checkpoint_folder import CheckpointFolder
+from minitrans.core.checkpoint import CheckpointFolder
 
 RUN_MARKERS = ("checkpoints", ".hydra", "summary.json")  # what makes a folder a run's
 RUN_RECORD = (

@@ -1,7 +1,8 @@
-"""From a trained model to text: decoding (greedy, beam, cache), the ``Translator``, the
-CTranslate2 translator and export, forced scoring, what the model has seen (coverage), the model
-card, and line handling for the command line.
+"""From a trained model to text: the ``Translator`` protocol and its PyTorch engine, decoding
+(greedy, beam, the cache, the search's exact top-k), forced scoring, what the model has seen
+(coverage), the model card, and lines of text as the command line gives them.
 
-May import ``core``, ``data`` and ``models``; imported by ``runs``, ``training``, ``serve`` and
-``bench``.
+May import ``core``, ``data`` and ``models``; imported by ``export`` and every layer above it.
+Which engine a path needs (a checkpoint, a shareable folder, a CTranslate2 export) is decided in
+one place above this one, :mod:`minitrans.export.loading`.
 """

@@ -1,6 +1,6 @@
 """The translator protocol: what every engine offers (the PyTorch
 :class:`~minitrans.inference.translator.Translator`, the CTranslate2
-:class:`~minitrans.inference.ct2.Ct2Translator`), with its text-level half written once.
+:class:`~minitrans.export.ct2_translator.Ct2Translator`), with its text-level half written once.
 
 An engine implements two things: :meth:`BaseTranslator.search_encoded` (token ids in, the
 ``nbest`` best :class:`~minitrans.inference.decoding.Hypothesis` of each source out) and

@@ -21,8 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minitrans.core.checkpoint import CheckpointError, load_checkpoint
-from minitrans.core.checkpoint_folder import resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from minitrans.core.checks import first_line
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.utils import eval_mode
@@ -31,7 +30,6 @@ from minitrans.data.tokenizer import PAD_ID, Tokenizer
 from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import Hypothesis, search
-from minitrans.inference.hf_folder import is_hf_export, read_hf_folder
 from minitrans.inference.scoring import ForcedScore, force_decode
 from minitrans.models.interface import AttentionMaps, Seq2SeqModel
 
@@ -86,14 +84,13 @@ class Translator(BaseTranslator):
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
-        """Load a ``.pt`` file or a run folder (or a folder of :meth:`from_pretrained`); any
-        unusable checkpoint raises CheckpointError."""
+        """Load a ``.pt`` file or a run folder; any unusable checkpoint raises CheckpointError.
+        (Every other format a path may hold is told apart in one place:
+        :func:`minitrans.export.loading.load_translator`.)"""
         from minitrans.core.saved_config import model_from_dict
         from minitrans.core.utils import pick_device
         from minitrans.models.build import build_model_for_weights
 
-        if is_hf_export(path):  # scripts/export.py --to hf: safetensors, no pickle
-            return cls.from_pretrained(path, device)
         device = pick_device(device) if isinstance(device, str) else device
         path = resolve_checkpoint(path)
         payload = load_checkpoint(path)
@@ -107,17 +104,6 @@ class Translator(BaseTranslator):
             reason = first_line(error) if str(error).strip() else type(error).__name__
             raise CheckpointError(f"{path} does not hold a usable model ({type(error).__name__}: {reason})") from None
         return cls(model.to(device).eval(), tokenizer, model_cfg.max_len, device, payload["config"], record, path)
-
-    @classmethod
-    def from_pretrained(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
-        """Load a folder written by ``scripts/export.py RUN --to hf DIR`` (safetensors weights,
-        no ``torch.load``); raises CheckpointError."""
-        from minitrans.core.utils import pick_device
-
-        device = pick_device(device) if isinstance(device, str) else device
-        folder = read_hf_folder(path)
-        model = folder.model.to(device).eval()
-        return cls(model, folder.tokenizer, folder.max_len, device, folder.run_config, folder.record, folder.weights)
 
     # -- search ------------------------------------------------------------------------------
     @torch.no_grad()

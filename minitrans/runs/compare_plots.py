@@ -14,8 +14,8 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
+from minitrans.analysis.viz import model_color, new_figure
 from minitrans.runs.run_set import Run, run_labels, test_splits
-from minitrans.runs.viz import model_color, new_figure
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -170,7 +170,7 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 def line_styles(kinds: Sequence[str]) -> list[tuple[str, str, str]]:
     """(colour, marker, line style) per run. Runs of several model kinds: the colour is the
-    kind's fixed colour (:data:`minitrans.runs.viz.MODEL_COLORS`, the same in every plot), and
+    kind's fixed colour (:data:`minitrans.analysis.viz.MODEL_COLORS`, the same in every plot), and
     marker and line style tell runs of one kind apart. Runs of one kind (a sweep): the colour
     tells the runs apart."""
     if len(set(kinds)) > 1:

@@ -1,5 +1,5 @@
 """Validation loss and translation quality of a model on a tokenised split, by one process or
-shared by several (:mod:`minitrans.runs.sharing`)."""
+shared by several (:mod:`minitrans.core.sharing`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import torch
 from minitrans.core.config import TrainConfig
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.metrics import bleu_by_length, corpus_scores
+from minitrans.core.sharing import ALONE, Share
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import TokenBatchSampler, collate
 from minitrans.inference.base import BaseTranslator
@@ -18,7 +19,6 @@ from minitrans.inference.decoding import best_ids
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
 from minitrans.models.loss import token_loss
-from minitrans.runs.sharing import ALONE, Share
 
 
 @torch.no_grad()

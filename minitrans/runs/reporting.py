@@ -11,12 +11,12 @@ from pathlib import Path
 import datasets
 from torch.utils.tensorboard import SummaryWriter
 
+from minitrans.analysis.alignment import VALIDATION_SAMPLE, gold_for_pairs, split_alignment
 from minitrans.core.config import DataConfig, TrainerConfig
+from minitrans.core.sharing import ALONE, Share
 from minitrans.core.utils import write_atomic
 from minitrans.inference.translator import Translator
-from minitrans.runs.alignment import VALIDATION_SAMPLE, gold_for_pairs, split_alignment
 from minitrans.runs.evaluation import evaluate_split, validation_losses
-from minitrans.runs.sharing import ALONE, Share
 from minitrans.runs.tb_gold import log_gold_overlays
 from minitrans.runs.tblog import log_alignment, log_validation_samples
 

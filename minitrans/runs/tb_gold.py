@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from torch.utils.tensorboard import SummaryWriter
 
+from minitrans.analysis.alignment import AlignmentReport, GoldAlignment, gold_cells
+from minitrans.analysis.viz import attention_card, figure_to_array
+from minitrans.core.sharing import ALONE, Share
 from minitrans.inference.translator import sentence_tokens
-from minitrans.runs.alignment import AlignmentReport, GoldAlignment, gold_cells
-from minitrans.runs.sharing import ALONE, Share
-from minitrans.runs.viz import attention_card, figure_to_array
 
 GOLD_EDGE = "#ff2d2d"  # the gold links' outline: red stands out on viridis' dark and bright ends
 
@@ -56,7 +56,7 @@ def _gold_overlay(translator, row, alignment: GoldAlignment | None, report: Alig
         f"sample {i} · gold links outlined · best head: layer {layer + 1}/{layers} · head {head + 1}/{heads}"
         f" (AER {best:.3f})"
     )
-    from matplotlib.patches import Rectangle  # with the first drawing, as in runs/viz.py
+    from matplotlib.patches import Rectangle  # with the first drawing, as in analysis/viz.py
 
     fig = attention_card(weights, tgt_out_tokens, src_tokens, title)
     for r, c, sure in gold_cells(tokenizer, src_ids, tgt_ids, alignment):

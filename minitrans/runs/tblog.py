@@ -8,10 +8,10 @@ Tags written here, all into the run's own event file:
     attention_{kind}/sample{i}/layer{n}/head{h}   image: one head's map, every card the same size
                                                (kind: cross, dec_self, enc_self); its title names
                                                the head's role where its share on this map passes
-                                               the threshold ("· previous-token": runs/head_roles.py)
+                                               the threshold ("· previous-token": analysis/head_roles.py)
     attention/none                             text, for a model without attention (fixed-context RNN)
     attention_entropy/{kind}_layer{n}          scalar: the mean row entropy (nats) of that layer's maps on
-                                               the sample sentences (runs/attention_stats.py)
+                                               the sample sentences (analysis/attention_stats.py)
     valid/aer_best_head                        scalar: the AER of the best-aligning cross-attention head
                                                on a validation sample (embedded corpus: gold alignments)
     alignment/aer_by_head                      image: layer x head AER heatmap of that sample
@@ -39,15 +39,15 @@ from tensorboard.plugins.hparams import metadata as hparams_metadata
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
+from minitrans.analysis.alignment import AlignmentReport
+from minitrans.analysis.attention_stats import attention_entropy
+from minitrans.analysis.head_roles import map_roles
+from minitrans.analysis.heads import heads_heatmap
+from minitrans.analysis.viz import attention_card_images, figure_to_array
 from minitrans.core.config import CROSS_ATTENTION, POSITIONS
+from minitrans.core.sharing import ALONE, Share
 from minitrans.inference.translator import sentence_tokens
-from minitrans.runs.alignment import AlignmentReport
-from minitrans.runs.attention_stats import attention_entropy
-from minitrans.runs.head_roles import map_roles
-from minitrans.runs.heads import heads_heatmap
-from minitrans.runs.sharing import ALONE, Share
 from minitrans.runs.summary import RunSummary
-from minitrans.runs.viz import attention_card_images, figure_to_array
 
 NO_ATTENTION = (
     "this model has no attention: one context vector C for every target word "
@@ -162,7 +162,7 @@ def attention_images(translator, src_ids, hypothesis: str | list[int], title_pre
 def _sample_cards(translator, src_ids, hypothesis, title_prefix: str) -> tuple[dict, dict[str, float]] | None:
     """:func:`attention_images` and each layer's mean row entropy, from one teacher-forced pass;
     a self-attention card names its head's role where the head's share on this map passes its
-    threshold (:func:`minitrans.runs.head_roles.map_roles`: it reads the maps, nothing else)."""
+    threshold (:func:`minitrans.analysis.head_roles.map_roles`: it reads the maps, nothing else)."""
     found = _sample_maps(translator, src_ids, hypothesis)
     if found is None:
         return None

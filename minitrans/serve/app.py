@@ -30,7 +30,7 @@ what the search ranks by (log-probability / length penalty). Attention is ``{"sr
 the sentence is a test sentence of a generated-corpus run (:meth:`CorpusGold.explain`: the gold
 links as cells of the cross-attention maps and each head's AER on the sentence). ``roles``
 names each head's role on the sentence where a score passes its threshold ({kind: [layer][head]
-"previous-token", "next-token", "alignment" or ""}: :func:`minitrans.runs.head_roles.map_roles`).
+"previous-token", "next-token", "alignment" or ""}: :func:`minitrans.analysis.head_roles.map_roles`).
 
 Safe by default: the script binds 127.0.0.1; the number of sentences, their length, the beam,
 the attention cells of one answer and the request body are capped (413 with a one-line reason);
@@ -53,15 +53,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from minitrans.core.checkpoint_folder import CheckpointFolder, resolve_checkpoint
+from minitrans.analysis.fonts import shipped_cjk_font
+from minitrans.analysis.head_roles import map_roles
+from minitrans.analysis.viz import KIND_AXES, KIND_TITLES
+from minitrans.core.checkpoint import CheckpointFolder, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, run_decoding, run_settings
+from minitrans.export.loading import load_torch_translator
 from minitrans.inference.coverage import language_name
 from minitrans.inference.lines import LineResult, translate_lines
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters
-from minitrans.runs.fonts import shipped_cjk_font
-from minitrans.runs.head_roles import map_roles
-from minitrans.runs.viz import KIND_AXES, KIND_TITLES
 from minitrans.serve.gold import GOLD_SPLIT, CorpusGold
 from minitrans.serve.requests import (
     BadRequest,
@@ -91,7 +92,7 @@ class ServedModel:
     def load(cls, path: str | Path, device: str | torch.device = "auto", name: str | None = None) -> ServedModel:
         """Load a run folder, ``.pt`` file or shared folder (CheckpointError if unusable) and look at its attention
         by running it once on an empty sentence."""
-        translator = Translator.from_checkpoint(path, device)
+        translator = load_torch_translator(path, device)
         kind = translator.run_config.model.kind if translator.run_config else type(translator.model).__name__
         maps = translator.attention_maps([translator.tokenizer.eos_id], [])
         shapes = {k: {"layers": len(layers), "heads": int(layers[0].shape[0])} for k, layers in maps.items() if layers}
@@ -137,7 +138,7 @@ class ServedModel:
 def run_name(path: str | Path) -> str:
     """A short name for a run: its folder (``runs/base/checkpoints/best.pt`` -> ``base``; a
     shared folder of ``export.py --to hf``: its own name)."""
-    from minitrans.inference.hf_folder import is_hf_export
+    from minitrans.export.hf_folder import is_hf_export
 
     path = Path(path).resolve()
     if is_hf_export(path):

@@ -2,7 +2,7 @@
 corpus, its test sentences to pick from and, for a picked one, the gold word links on the
 cross-attention maps' pieces and each head's AER on that sentence.
 
-AER is measured as :mod:`minitrans.runs.alignment` measures it for a run: by teacher forcing
+AER is measured as :mod:`minitrans.analysis.alignment` measures it for a run: by teacher forcing
 the reference, so it does not depend on the translation found. The links are drawn on the
 translation's maps only when the translation is the reference, piece for piece (the gold
 belongs to the reference's words); otherwise the answer says so.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from minitrans.analysis.alignment import GoldAlignment, gold_cells, gold_split, measure_alignment
 from minitrans.inference.translator import Translator, sentence_tokens
-from minitrans.runs.alignment import GoldAlignment, gold_cells, gold_split, measure_alignment
 
 GOLD_SPLIT = "test"
 

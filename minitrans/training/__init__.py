@@ -1,6 +1,7 @@
 """Training: ``train(cfg, out_dir)`` and its loop, the one training step, learning-rate schedules,
-resuming, data parallelism, the progress bar and the data a run reads.
+the run's checkpoints and resuming, data parallelism (one process per core, or torchrun), the
+progress bar and the data a run reads.
 
-May import every layer below it (``core``, ``data``, ``models``, ``inference``, ``runs``); only
-``scripts/``, ``serve`` and ``bench`` import it.
+May import every layer below it (``core`` up to ``runs``); imported by ``serve``, ``bench`` and
+``cli``.
 """

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from minitrans.runs.sharing import Share
+from minitrans.core.sharing import Share
 
 # Rank 0 writes checkpoints and logs while the others wait at a collective; give it time.
 TIMEOUT = timedelta(minutes=60)
@@ -172,7 +172,7 @@ def gather_object(value: Any, info: DistInfo) -> list[Any] | None:
 
 
 def evaluation_share(info: DistInfo) -> Share:
-    """This rank's part in an evaluation that every rank shares (:mod:`minitrans.runs.sharing`)."""
+    """This rank's part in an evaluation that every rank shares (:mod:`minitrans.core.sharing`)."""
     return Share(
         info.rank,
         info.world_size,

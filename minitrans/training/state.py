@@ -1,39 +1,19 @@
-"""What a training run is at any moment, what its checkpoints hold, and how it comes back.
+"""What a training run is at any moment, and what ends it early.
 
 :class:`TrainState` is the loop's position (step, epoch, batch within the epoch, best BLEU,
-counters); :func:`checkpoint_payload` is what a checkpoint holds (the one builder: the trainer's
-and the tests' checkpoints alike): weights, configuration and tokenizer, and for a training
-checkpoint the optimizer, schedule and loop position beside them (the trainer adds every rank's
-random generators). :func:`restore_training` puts all of them back, refusing anything malformed
-with one :class:`~minitrans.core.checkpoint.CheckpointError` line.
+counters), which a training checkpoint holds (:mod:`minitrans.training.checkpoints`);
+:class:`TrainingError` and :class:`TrainingStopped` are how a run ends before its last step, and
+:func:`crash_after` kills it outright, as a crash would.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shlex
 import signal
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import torch
-
-from minitrans.core.checkpoint import CheckpointError
-from minitrans.core.checks import first_line
-from minitrans.core.utils import set_rng_state
-from minitrans.training.distributed import DistInfo
-from minitrans.training.resume import AFRESH
-from minitrans.training.step import load_optimizer_state
-
-if TYPE_CHECKING:
-    from minitrans.core.config import TrainConfig
-    from minitrans.data.tokenizer import Tokenizer
-    from minitrans.inference.coverage import TrainingRecord
-
-log = logging.getLogger(__name__)
 
 
 class TrainingError(RuntimeError):
@@ -67,43 +47,6 @@ class TrainState:
     train_seconds: float = 0.0
 
 
-def checkpoint_payload(
-    cfg: TrainConfig,
-    tokenizer: Tokenizer,
-    model: torch.nn.Module,
-    step: int = 0,
-    record: TrainingRecord | None = None,
-    *,
-    optimizer: torch.optim.Optimizer | None = None,
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
-    state: TrainState | None = None,
-    world_size: int | None = None,
-) -> dict:
-    """What a checkpoint holds, in the order it is written: the run's configuration, tokenizer,
-    weights and step, the record of the training data when there is one (translate.py warns and
-    ``--info`` reports from it), and with ``optimizer`` the training state (schedule, loop
-    position, number of processes) that resuming needs; all four or none of those."""
-    payload = {
-        "config": asdict(cfg),
-        "tokenizer": tokenizer.to_state(),
-        "model": model.state_dict(),
-        "step": step,
-    }
-    if record is not None:
-        payload["training_data"] = record.to_state()
-    training = (optimizer, scheduler, state, world_size)
-    if any(part is not None for part in training):
-        if any(part is None for part in training):
-            raise ValueError("a training checkpoint needs the optimizer, scheduler, state and world_size together")
-        payload |= {
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "state": asdict(state),
-            "world_size": world_size,
-        }
-    return payload
-
-
 def crash_after(step: int) -> Callable[[TrainState], None]:
     """A step hook for ``trainer.crash_at_step``, a testing aid: SIGKILL this process right after
     ``step``, as a crash would (the resume tests need a run that dies without a chance to save)."""
@@ -115,46 +58,4 @@ def crash_after(step: int) -> Callable[[TrainState], None]:
     return hook
 
 
-def restore_training(
-    payload: dict,
-    path: Path,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: torch.optim.lr_scheduler.LRScheduler,
-    dist: DistInfo,
-) -> TrainState:
-    """Weights, optimizer, schedule, loop position and this rank's generators from a training
-    checkpoint; a weights-only or malformed one is a CheckpointError saying how to start afresh."""
-    if "optimizer" not in payload:
-        raise CheckpointError(f"{path} holds weights only (no optimizer or data position); resume from a last.pt")
-    try:
-        model.load_state_dict(payload["model"])
-        load_optimizer_state(optimizer, payload["optimizer"])
-        scheduler.load_state_dict(payload["scheduler"])
-        state = _checked_state(payload["state"])
-        rng = payload["rng"]  # one state per rank of the run that wrote it
-        if not isinstance(rng, list) or not rng:
-            raise ValueError("no random generator state")
-        if dist.rank < len(rng):
-            set_rng_state(rng[dist.rank])
-    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
-        raise CheckpointError(
-            f"{path} does not hold a usable training state ({type(error).__name__}: {first_line(error, '')}); {AFRESH}"
-        ) from None
-    if len(rng) != dist.world_size and dist.is_main:  # the data order is still the same
-        log.warning("resuming a %d-process run with %d: dropout masks will differ", len(rng), dist.world_size)
-    if dist.is_main:
-        log.info("resumed from %s at step %d (epoch %d)", path, state.step, state.epoch)
-    return state
-
-
-def _checked_state(values: dict) -> TrainState:
-    state = TrainState(**values)
-    for name, default in asdict(TrainState()).items():
-        value = getattr(state, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float) if isinstance(default, float) else int):
-            raise TypeError(f"state.{name} is {value!r}")
-    return state
-
-
-__all__ = ["TrainState", "TrainingError", "TrainingStopped", "checkpoint_payload", "crash_after", "restore_training"]
+__all__ = ["TrainState", "TrainingError", "TrainingStopped", "crash_after"]

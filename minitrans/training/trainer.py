@@ -40,21 +40,19 @@ from minitrans.runs import reporting
 from minitrans.runs.summary import RunSummary
 from minitrans.runs.tblog import log_hparams, log_layout
 from minitrans.training import distributed
-from minitrans.training.checkpoints import Checkpoints
+from minitrans.training.checkpoints import (
+    Checkpoints,
+    checkpoint_payload,
+    load_final_weights,
+    restore_training,
+    resume_checkpoint,
+)
 from minitrans.training.progress import TrainingProgress
 from minitrans.training.resources import ThroughputLog
-from minitrans.training.resume import load_final_weights, resume_checkpoint
 from minitrans.training.run_data import prepare_training_data
 from minitrans.training.schedule import make_scheduler
 from minitrans.training.setup import model_to_train, training_device, wrap_for_training
-from minitrans.training.state import (
-    TrainingError,
-    TrainingStopped,
-    TrainState,
-    checkpoint_payload,
-    crash_after,
-    restore_training,
-)
+from minitrans.training.state import TrainingError, TrainingStopped, TrainState, crash_after
 from minitrans.training.step import autocast_dtype_for, enable_tf32, make_optimizer, train_step
 
 log = logging.getLogger(__name__)

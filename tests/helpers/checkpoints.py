@@ -1,5 +1,5 @@
 """Tiny untrained checkpoints, each saved with the payload the trainer writes
-(:func:`minitrans.training.state.checkpoint_payload`), and the small corpora they are built from."""
+(:func:`minitrans.training.checkpoints.checkpoint_payload`), and the small corpora they are built from."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from minitrans.core.checkpoint import save_checkpoint
 from minitrans.core.config import DataConfig, RNNConfig, TrainConfig, TransformerConfig
 from minitrans.data.tokenizer import EOS_ID, Tokenizer
 from minitrans.models.build import build_model
-from minitrans.training.state import checkpoint_payload
+from minitrans.training.checkpoints import checkpoint_payload
 
 # the translation tests' corpus (test_translate, test_lines, test_serve, ...): three pairs, three times
 SRC = ["ein mann fährt fahrrad .", "eine frau liest ein buch .", "zwei hunde spielen im park ."] * 3

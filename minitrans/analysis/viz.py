@@ -15,7 +15,7 @@ TensorBoard gets one card per head (:func:`attention_cards`): every card has the
 size, so the IMAGES tab lines them up, and its fonts and label spacing are chosen to be read
 at the card's default width. PNG files get every layer and head of cross-attention as one grid
 (:func:`save_attention_png`). Tokens of any script are drawn with a font that has them
-(:mod:`minitrans.runs.fonts`); every plot colours a model kind the same way (:data:`MODEL_COLORS`).
+(:mod:`minitrans.analysis.fonts`); every plot colours a model kind the same way (:data:`MODEL_COLORS`).
 
 Shape legend: H heads, Lq query (row) length, Lk key (column) length.
 """
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from minitrans.runs.fonts import token_fonts
+from minitrans.analysis.fonts import token_fonts
 
 if TYPE_CHECKING:  # tensors come in, but plotting needs no torch: compare.py starts without it
     import torch
@@ -89,7 +89,7 @@ def _text_inches(tokens: Sequence[str], font: float) -> float:
 
 
 def _with_token_fonts(build):
-    """Build the figure with fonts for its tokens' scripts (:mod:`minitrans.runs.fonts`)."""
+    """Build the figure with fonts for its tokens' scripts (:mod:`minitrans.analysis.fonts`)."""
 
     @functools.wraps(build)
     def wrapper(maps, row_tokens, col_tokens, title, *args, **kwargs):

@@ -34,7 +34,7 @@ one width), and a float16 quantization of query weights a scale made too large f
 The exported folder is self-contained: ``model.bin``, ``config.json`` and the vocabularies
 (CTranslate2's), the SentencePiece models (``src.model``, and ``tgt.model`` for separate
 vocabularies) and ``minitrans.json`` (the run's configuration, ``max_len``, what was exported).
-:class:`minitrans.inference.ct2.Ct2Translator` translates with it.
+:class:`minitrans.export.ct2_translator.Ct2Translator` translates with it.
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ from torch import nn
 
 from minitrans.core.textio import read_json
 from minitrans.data.tokenizer import Tokenizer
-from minitrans.inference.ct2 import METADATA, import_ctranslate2
+from minitrans.export.ct2_translator import METADATA, import_ctranslate2
 from minitrans.models.attention import MultiHeadAttention
 from minitrans.models.transformer import Transformer
 
 FORMAT = "minitrans-ctranslate2"
 VERSION = 1
-ENGINES = ("ctranslate2", "hf")  # hf: a shareable folder (minitrans.inference.hf_export)
+ENGINES = ("ctranslate2", "hf")  # hf: a shareable folder (minitrans.export.hf_export)
 
 
 class ExportError(ValueError):
@@ -239,14 +239,14 @@ def export_ctranslate2(
     ctranslate2 = import_ctranslate2()
     from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
 
-    from minitrans.core.checkpoint_folder import resolve_checkpoint
-    from minitrans.inference.translator import Translator
+    from minitrans.core.checkpoint import resolve_checkpoint
+    from minitrans.export.loading import load_torch_translator
 
     if quantization is not None and quantization not in ACCEPTED_MODEL_TYPES:
         raise ExportError(f"unknown quantization {quantization!r}; choose one of {', '.join(ACCEPTED_MODEL_TYPES)}")
     checkpoint = resolve_checkpoint(checkpoint)
     out_dir = check_replaceable(out_dir, force, keep=checkpoint)
-    translator = Translator.from_checkpoint(checkpoint, "cpu")
+    translator = load_torch_translator(checkpoint, "cpu")
     check_exportable(translator.model)
     check_quantizable(translator.model, quantization)
     tokenizer = translator.tokenizer

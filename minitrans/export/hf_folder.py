@@ -3,8 +3,9 @@
 The folder's layout (file names, the ``format`` its ``config.json`` states) and what reads it back:
 :func:`is_hf_export` tells such a folder from a checkpoint, :func:`read_hf_folder` builds its model,
 tokenizer and training record from safetensors, JSON and SentencePiece files alone (no
-``torch.load``). ``Translator.from_pretrained`` wraps what it reads; writing the folder is
-:mod:`minitrans.inference.hf_export`'s, which sits above the translator.
+``torch.load``), and :func:`load_hf_folder` makes a PyTorch translator of it. Writing the folder
+is :mod:`minitrans.export.hf_export`'s; telling it apart from the other formats a path may hold,
+:mod:`minitrans.export.loading`'s.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.textio import check_regular_file, read_json
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.coverage import TrainingRecord
+from minitrans.inference.translator import Translator
 from minitrans.models.interface import Seq2SeqModel
 
 HF_FORMAT = "minitrans-hf"  # config.json's "format": marks a folder this module wrote
@@ -93,6 +97,16 @@ def read_hf_folder(path: str | Path) -> HfFolder:
     return HfFolder(model, tokenizer, model_cfg.max_len, run_config, record, path / WEIGHTS)
 
 
+def load_hf_folder(path: str | Path, device: str | torch.device = "auto") -> Translator:
+    """The PyTorch translator of a shareable folder, read without pickle; raises CheckpointError."""
+    from minitrans.core.utils import pick_device
+
+    device = pick_device(device) if isinstance(device, str) else device
+    folder = read_hf_folder(path)
+    model = folder.model.to(device).eval()
+    return Translator(model, folder.tokenizer, folder.max_len, device, folder.run_config, folder.record, folder.weights)
+
+
 __all__ = [
     "CARD",
     "CONFIG",
@@ -104,5 +118,6 @@ __all__ = [
     "HfFolder",
     "hf_folder",
     "is_hf_export",
+    "load_hf_folder",
     "read_hf_folder",
 ]

@@ -10,7 +10,7 @@ evenly over L keys scores about 1/L:
   self-attention, which cannot see it);
 - linked-position share: the weight a query position puts on a given set of key positions
   (for instance from a verb to its gold subject across a relative clause);
-- alignment heads in cross-attention are scored by AER in :mod:`minitrans.runs.alignment`.
+- alignment heads in cross-attention are scored by AER in :mod:`minitrans.analysis.alignment`.
 
 A head is given a role when its score reaches :data:`ROLE_THRESHOLDS` (more than half of its
 weight on one neighbour, and so on); the thresholds are stated here, once.
@@ -25,13 +25,13 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import Tensor
 
+from minitrans.analysis.alignment import piece_words
 from minitrans.core.config import DataConfig
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import collate
 from minitrans.data.probes import subject_pairs
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.models.interface import Seq2SeqModel
-from minitrans.runs.alignment import piece_words
 
 # A score at or past its threshold names the role (AER: at or below).
 ROLE_THRESHOLDS = {"previous": 0.5, "next": 0.5, "subject": 0.5, "alignment_aer": 0.3}

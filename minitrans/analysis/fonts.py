@@ -47,7 +47,7 @@ def shipped_cjk_font() -> Path | None:
 
 
 def _register_shipped_font() -> None:
-    from matplotlib import font_manager  # matplotlib comes with the first drawing (runs/viz.py)
+    from matplotlib import font_manager  # matplotlib comes with the first drawing (analysis/viz.py)
 
     if (path := shipped_cjk_font()) is None:
         return

@@ -10,9 +10,9 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from minitrans.core.checkpoint_folder import CheckpointFolder
+from minitrans.core.checkpoint import CheckpointFolder
 from minitrans.core.languages import language_name
-from minitrans.inference.export import shareable_path
+from minitrans.export.ct2_export import shareable_path
 from minitrans.inference.model_card import find_summary
 from minitrans.models.interface import count_parameters
 
@@ -146,9 +146,9 @@ def hub_card(translator: Translator, checkpoint: Path, license: str = "mit") -> 
         "## Use",
         "",
         "```python",
-        "from minitrans.inference.translator import Translator",
+        "from minitrans.export.loading import load_translator",
         "",
-        'translator = Translator.from_pretrained("THIS_FOLDER")',
+        'translator = load_translator("THIS_FOLDER")',
         'print(translator.translate(["…"]))',
         "```",
         "",

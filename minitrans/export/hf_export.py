@@ -8,13 +8,13 @@ The folder holds:
     config.json          what builds the model: the run's configuration, max_len, the format
     src.model, tgt.model the SentencePiece model(s) (tgt.model only for separate vocabularies)
     training_data.json   the record of the training data (coverage warnings, translate.py --info)
-    README.md            the model card in the Hub's format (:mod:`minitrans.inference.hub_card`)
+    README.md            the model card in the Hub's format (:mod:`minitrans.export.hub_card`)
     summary.json         the run's scores and data report (when the run has one)
 
-``Translator.from_pretrained`` (and every script given such a folder) reads it back with
-``safetensors`` and JSON only, no ``torch.load`` (:mod:`minitrans.inference.hf_folder`).
+``load_translator`` (and so every script given such a folder) reads it back with
+``safetensors`` and JSON only, no ``torch.load`` (:mod:`minitrans.export.hf_folder`).
 ``--push-to-hub`` hands the folder to ``huggingface_hub.upload_folder``. The safe-replacement rules of the CTranslate2
-export hold here too (:func:`minitrans.inference.export.check_replaceable`).
+export hold here too (:func:`minitrans.export.ct2_export.check_replaceable`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from minitrans.core.checkpoint_folder import resolve_checkpoint
-from minitrans.inference.export import ExportError, check_replaceable, shareable_config, shareable_source, staged_export
-from minitrans.inference.hf_folder import CARD, CONFIG, HF_FORMAT, HF_VERSION, RECORD, SUMMARY, WEIGHTS
-from minitrans.inference.hub_card import hub_card
+from minitrans.core.checkpoint import resolve_checkpoint
+from minitrans.export.ct2_export import (
+    ExportError,
+    check_replaceable,
+    shareable_config,
+    shareable_source,
+    staged_export,
+)
+from minitrans.export.hf_folder import CARD, CONFIG, HF_FORMAT, HF_VERSION, RECORD, SUMMARY, WEIGHTS
+from minitrans.export.hub_card import hub_card
+from minitrans.export.loading import load_torch_translator
 from minitrans.inference.model_card import find_summary
 from minitrans.inference.translator import Translator
 
@@ -40,7 +47,7 @@ def export_hf(
 
     checkpoint = resolve_checkpoint(checkpoint)
     out_dir = check_replaceable(out_dir, force, keep=checkpoint)
-    translator = Translator.from_checkpoint(checkpoint, "cpu")
+    translator = load_torch_translator(checkpoint, "cpu")
     config = {
         "format": HF_FORMAT,
         "version": HF_VERSION,

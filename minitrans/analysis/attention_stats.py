@@ -109,8 +109,8 @@ def _is_ours(path: Path) -> bool:
 def future_card(translator, src_ids: list[int], tgt_ids: list[int], title: str):
     """The decoder self-attention head with the most weight on later positions, for one pair
     teacher-forced, as an attention card (rows: decoder inputs; columns: the same positions)."""
+    from minitrans.analysis.viz import attention_card
     from minitrans.inference.translator import sentence_tokens
-    from minitrans.runs.viz import attention_card
 
     layers = translator.attention_maps(src_ids, tgt_ids)["dec_self"]  # [(H, T, T)]
     share, layer, head = max((future_share(w[h][None]), n, h) for n, w in enumerate(layers) for h in range(len(w)))

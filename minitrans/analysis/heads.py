@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from minitrans.analysis.viz import new_figure
 from minitrans.models.attention import MultiHeadAttention
-from minitrans.runs.viz import new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -28,11 +28,11 @@ import torch
 from torch import Tensor
 
 from minitrans.core.config import DataConfig
+from minitrans.core.sharing import ALONE, Share
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.models.interface import Seq2SeqModel
-from minitrans.runs.sharing import ALONE, Share
 
 Links = frozenset[tuple[int, int]]  # (source word, target word)
 WORD_START = "▁"

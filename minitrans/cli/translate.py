@@ -8,7 +8,7 @@ instead; ``--info`` describes the model.
 
 ``--attention`` translates through the same path, then draws the maps of the sentences it
 translated: the drawing is handed in by the caller (``draw``, e.g.
-:func:`minitrans.runs.viz.save_line_attention`), since figures sit in a layer above this one.
+:func:`minitrans.analysis.viz.save_line_attention`), since figures sit in a layer above this one.
 
 Every problem it can name ends as one ``error: ...`` line and exit code 1; the notes the
 library returns are printed here, never raised as Python warnings.
@@ -24,15 +24,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from minitrans.core.checkpoint import CheckpointError
-from minitrans.core.checkpoint_folder import resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, fill_run_decoding
 from minitrans.core.protected import output_problem
 from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.core.utils import pick_device, write_atomic
+from minitrans.export.loading import load_translator
 from minitrans.inference.base import BaseTranslator
 from minitrans.inference.lines import LineResult, score_lines, translate_lines
-from minitrans.inference.loading import load_translator
 from minitrans.inference.translator import require_model
 
 SUMMARY_LINES = 10  # more input lines than this: warnings summarised, not repeated line by line

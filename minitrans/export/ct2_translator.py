@@ -3,7 +3,7 @@
 :class:`Ct2Translator` is the second engine of the translator protocol
 (:mod:`minitrans.inference.base`: ``translate``, ``translate_nbest``, ``translate_encoded``,
 ``encode``, ``decode``, ``config``) with the same input policies, the search done by
-CTranslate2's C++ engine; forced scoring and attention maps need the PyTorch checkpoint. :func:`minitrans.inference.loading.load_translator`
+CTranslate2's C++ engine; forced scoring and attention maps need the PyTorch checkpoint. :func:`minitrans.export.loading.load_translator`
 picks the engine by what a path holds: an exported folder (it has ``minitrans.json``) or a
 checkpoint / run folder.
 
