@@ -421,8 +421,8 @@ def test_the_best_heads_aer_stands_beside_bleu_and_the_fixed_context_rnn_says_it
     assert lines[0].endswith("| test BLEU | test chrF | best head AER (layer, head) | AER by layer |")
     assert lines[1].endswith("|---:|---:|")
     transformer, attention_rnn, rnn, unmeasured = lines[2:]
-    assert transformer.endswith("| 20.00 | 40.00 | 0.049 (L1 H2) | 0.218 / 0.041 |")
-    assert attention_rnn.endswith("| 0.310 (L0 H0) | 0.310 |")
+    assert transformer.endswith("| 20.00 | 40.00 | 0.049 (L2 H3) | 0.218 / 0.041 |")
+    assert attention_rnn.endswith("| 0.310 (L1 H1) | 0.310 |")
     assert rnn.endswith("| no attention | – |")
     assert unmeasured.endswith("| 20.00 | 40.00 | – | – |")
     # without any alignment record the table keeps its columns

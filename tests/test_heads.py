@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from minitrans.analysis.heads import ablate_heads, all_heads, attention_layers, masked_heads
+from minitrans.analysis.heads import ablate_heads, all_heads, attention_layers, head_label, masked_heads
 from minitrans.core.config import TransformerConfig
 from minitrans.models.attention import merge_heads, scaled_dot_product_attention
 from minitrans.models.transformer import Transformer
@@ -111,7 +111,7 @@ def test_heads_script_writes_alignment_and_ablation_of_a_generated_corpus_run(tm
     assert len(ablation["heads_delta"]) == 3 * 1 * 2 and len(ablation["heads_cumulative"]) == 6
     assert all((run / "heads" / name).stat().st_size > 0 for name in ("aer.png", "ablation_loss.png", "ablation.txt"))
     printed = capsys.readouterr().out
-    assert "best head: layer 0" in printed
+    assert "best head: layer 1" in printed
     roles = json.loads((run / "heads" / "roles.json").read_text())
     assert len(roles["heads"]) == 6 and {"previous", "next", "delta_loss", "roles"} <= set(roles["heads"][0])
     assert "aer" in roles["heads"][-1] and roles["thresholds"]["previous"] == 0.5
@@ -193,3 +193,14 @@ def test_the_fixed_context_rnn_is_told_there_is_nothing_to_measure(tmp_path, cap
         "there is nothing for heads.py to measure"
     ]
     assert not (run / "heads").exists()
+
+
+def test_what_a_person_reads_counts_layers_and_heads_from_one():
+    from minitrans.cli.heads import grid_text
+
+    assert head_label("cross", 0, 2) == "cross L1 H3"
+    assert grid_text([[0.5, 0.25], [0.125, 1.0]]).splitlines() == [
+        "layer      H1     H2",
+        "L1      0.500  0.250",
+        "L2      0.125  1.000",
+    ]

@@ -99,18 +99,18 @@ class Ablation:
         for head in order:
             kind, layer, index = head
             values = "".join(f"{self.single[head][m] - self.baseline[m]:>+10.3f}" for m in metrics)
-            lines.append(f"{kind} L{layer} H{index}".ljust(16) + values)
+            lines.append(head_label(kind, layer, index).ljust(16) + values)
         lines.append("")
         lines.append("masking heads cumulatively, least important first:")
         for count, (head, scores) in enumerate(self.cumulative, 1):
             kind, layer, index = head
             values = "".join(f"{scores[m]:>10.3f}" for m in metrics)
-            lines.append(f"{count:>3} masked, + {kind} L{layer} H{index}".ljust(30) + values)
+            lines.append(f"{count:>3} masked, + {head_label(kind, layer, index)}".ljust(30) + values)
         return "\n".join(lines)
 
     def summary(self, metric: str = "loss") -> dict:
         """Entries for a run's summary: per-head changes and the greedy curve."""
-        name = lambda head: f"{head[0]}.L{head[1]}.H{head[2]}"  # noqa: E731
+        name = lambda head: head_label(*head)  # noqa: E731
         return {
             "heads_baseline": self.baseline,
             "heads_delta": {
@@ -138,6 +138,12 @@ def ablate_heads(model: nn.Module, measure: Measure, metric: str = "loss", heads
     return Ablation(baseline, single, cumulative)
 
 
+def head_label(kind: str, layer: int, head: int) -> str:
+    """A head as a person reads it, layers and heads counted from 1 as every picture counts
+    them: ``head_label("cross", 0, 2)`` is ``"cross L1 H3"`` (``layer`` and ``head`` are indices)."""
+    return f"{kind} L{layer + 1} H{head + 1}"
+
+
 def heads_heatmap(
     grids: dict[str, list[list[float]]], label: str, cmap: str = "viridis", fmt: str = "{:.2f}"
 ) -> Figure:
@@ -156,8 +162,8 @@ def heads_heatmap(
         ax.set_title(title)
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
-        ax.set_xticks(range(len(grid[0])))
-        ax.set_yticks(range(len(grid)))
+        ax.set_xticks(range(len(grid[0])), [str(head) for head in range(1, len(grid[0]) + 1)])  # from 1
+        ax.set_yticks(range(len(grid)), [str(layer) for layer in range(1, len(grid) + 1)])
         for layer, row in enumerate(grid):
             for head, value in enumerate(row):
                 red, green, blue, _ = image.cmap(image.norm(value))

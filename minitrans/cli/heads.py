@@ -16,7 +16,7 @@ from pathlib import Path
 
 from minitrans.analysis.alignment import gold_for_pairs, measure_alignment
 from minitrans.analysis.head_roles import ROLE_THRESHOLDS, measure_self_attention_roles, name_roles, subject_probe
-from minitrans.analysis.heads import ablate_heads, all_heads, heads_heatmap
+from minitrans.analysis.heads import ablate_heads, all_heads, head_label, heads_heatmap
 from minitrans.core.checkpoint import CheckpointError, CheckpointFolder, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, run_settings
 from minitrans.core.utils import pick_device, write_atomic
@@ -27,8 +27,9 @@ from minitrans.runs.evaluation import evaluate_split, validation_loss
 
 
 def grid_text(grid: list[list[float]]) -> str:
-    lines = ["layer " + "".join(f"{'H' + str(h):>7}" for h in range(len(grid[0])))]
-    lines += [f"L{layer:<5}" + "".join(f"{value:>7.3f}" for value in row) for layer, row in enumerate(grid)]
+    """A layer x head grid as text, layers and heads counted from 1 (as the pictures count them)."""
+    lines = ["layer " + "".join(f"{'H' + str(h):>7}" for h in range(1, len(grid[0]) + 1))]
+    lines += [f"L{layer:<5}" + "".join(f"{value:>7.3f}" for value in row) for layer, row in enumerate(grid, 1)]
     return "\n".join(lines)
 
 
@@ -50,9 +51,9 @@ def alignment_report(translator, data, split: str, sources, references, src_ids,
     layer, head = summary["aer_best_layer"], summary["aer_best_head"]
     print(f"AER of each cross-attention head ({report.sentences} pairs, teacher-forced references):")
     print(grid_text(report.aer_grid()))
-    print("heads averaged per layer: " + "  ".join(f"L{i} {v:.3f}" for i, v in enumerate(summary["aer_by_layer"])))
+    print("heads averaged per layer: " + "  ".join(f"L{i} {v:.3f}" for i, v in enumerate(summary["aer_by_layer"], 1)))
     print(
-        f"best head: layer {layer} head {head}: AER {summary['aer_best']:.3f} "
+        f"best head: layer {layer + 1} head {head + 1}: AER {summary['aer_best']:.3f} "
         f"(precision {summary['aer_best_precision']:.3f}, recall {summary['aer_best_recall']:.3f})"
     )
     write_atomic(out / "aer.json", json.dumps(summary, indent=2) + "\n")
@@ -124,7 +125,7 @@ def roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out: Path, su
             scores["aer"] = aer
         delta = deltas.get((kind, layer, head))
         rows.append(
-            {"head": f"{kind}.L{layer}.H{head}", **scores, "delta_loss": delta, "roles": name_roles(scores, aer)}
+            {"head": head_label(kind, layer, head), **scores, "delta_loss": delta, "roles": name_roles(scores, aer)}
         )
 
     def cell(value):

@@ -45,12 +45,15 @@ def has_alignment(runs: Sequence[Run]) -> bool:
 
 
 def alignment_cells(run: Run) -> list[str]:
-    """The best head's AER with its layer and head (0-based, as heads.py and summary.json name
-    them) and each layer's heads averaged; the fixed-context RNN has no attention to measure."""
+    """The best head's AER with its layer and head (counted from 1, as every table and picture
+    counts them; summary.json keeps Python's indices) and each layer's heads averaged; the
+    fixed-context RNN has no attention to measure."""
     record = run.summary.alignment
     if not record:
         return ["no attention", "–"] if run.kind == "rnn" else ["–", "–"]
-    best = f"{_number(record.get('aer_best'), 3)} (L{record.get('aer_best_layer')} H{record.get('aer_best_head')})"
+    layer, head = record.get("aer_best_layer"), record.get("aer_best_head")
+    where = f"L{layer + 1} H{head + 1}" if isinstance(layer, int) and isinstance(head, int) else "L? H?"
+    best = f"{_number(record.get('aer_best'), 3)} ({where})"
     by_layer = " / ".join(_number(value, 3) for value in record.get("aer_by_layer", [])) or "–"
     return [best, by_layer]
 
