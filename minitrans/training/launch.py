@@ -1,8 +1,8 @@
 """Several training processes on one machine, started by ``scripts/train.py`` itself.
 
-A small model does not keep two cores busy with torch's intra-op threads (400 default steps:
-75 s on one thread, 78 s on two, on a 2-core AMD EPYC), but two single-threaded processes that
-each take half of every batch do (data parallelism; see :mod:`minitrans.training.distributed`).
+A small model does not keep two cores busy with torch's intra-op threads (its matrices are too
+small to split well; docs/performance.md has the measurement), but two single-threaded processes
+that each take half of every batch do (data parallelism; see :mod:`minitrans.training.distributed`).
 ``trainer.processes`` says how many: ``auto`` is one single-threaded process per physical core
 on a CPU and one on a GPU (or Apple's MPS); a number is that many.
 
