@@ -3,7 +3,7 @@
 after the other, each through ``scripts/train.py``; printed side by side: steps per second of
 training, the validation BLEU reached, and the training time to the BLEU every layout reached.
 
-    python scripts/bench_processes.py                         # 1000 steps each, about 6 minutes
+    python scripts/bench_processes.py                         # 1000 steps each
     python scripts/bench_processes.py --steps 400 --layouts 1x1,2x1 --out runs/bench
 
 Every layout takes the same optimizer steps on the same global batches (each of N processes
