@@ -13,6 +13,11 @@ that stylesheet can be too wide; ``--browser`` measures every block as a reader'
 Formulas ($…$, \\(…\\)) are typeset in the reader's browser by KaTeX (docs/javascripts/katex/);
 without ``--browser`` a page with math must load KaTeX and its render call from the site itself;
 ``--browser`` opens every page with the network cut off and finds the formulas left as raw TeX.
+
+It also holds the figures that README.md, the pages and the notebooks quote against the record of
+measured results, docs/results.yaml (docs/quoted_figures.py): a quote that differs from its
+record, a number of a drifting kind that the record lacks, or a layer or head counted from 0 is a
+problem. Those read the Markdown sources beside this script, not the built site.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+import quoted_figures  # noqa: E402
 import site_pictures  # noqa: E402
 
 STYLESHEET = "stylesheets/extra.css"
+SOURCES = Path(__file__).resolve().parents[1]  # the repository whose pages quote figures: README.md, docs/
 # Characters of code that fit one column in a 1280 px window, measured in Chromium: a Markdown block
 # holds 637 px of text (688 less its padding and the copy button's), 8.18 px a character; a notebook
 # output 579 px, 7.83 px a character
@@ -294,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     problems = broken_links(args.site, pages) + outside_loads(pages) + math_not_served(args.site, pages)
     html = {name: (args.site / name).read_text(encoding="utf-8") for name in pages}
     problems += site_pictures.unlinked_pictures(args.site, html)
+    differing, waiting = quoted_figures.problems(SOURCES)
+    problems += differing
     unmeasured: list[str] = []
     if args.browser:
         found, unmeasured = check_in_browser(args.site, pages, args.chromium, args.chromedriver)
@@ -302,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         problems += too_wide_blocks(pages)
     for problem in problems:
         print(problem)
+    for problem in waiting:
+        print(f"waiting for its owner: {problem}", file=sys.stderr)
     blocks = sum(len(page.blocks) for page in pages.values())
     formulas = sum(len(page.formulas) for page in pages.values())
     if args.list_unmeasured:

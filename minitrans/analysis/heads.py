@@ -168,6 +168,6 @@ def heads_heatmap(
             for head, value in enumerate(row):
                 red, green, blue, _ = image.cmap(image.norm(value))
                 ink = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
-                ax.text(head, layer, fmt.format(value), ha="center", va="center", color=ink, fontsize=8)
+                ax.text(head, layer, fmt.format(value), ha="center", va="center", color=ink, fontsize=10)
     fig.colorbar(image, ax=list(axes), label=label)
     return fig
