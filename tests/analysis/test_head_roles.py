@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.models import tiny_model
 
 from minitrans.analysis.head_roles import (
     ROLE_THRESHOLDS,
@@ -13,8 +14,6 @@ from minitrans.analysis.head_roles import (
     next_token_share,
     previous_token_share,
 )
-from minitrans.core.config import TransformerConfig
-from minitrans.models.transformer import Transformer
 
 L = 6
 
@@ -74,9 +73,7 @@ def test_a_role_is_named_at_its_stated_threshold():
 
 
 def test_roles_of_a_real_model_are_shares_and_batching_does_not_change_them():
-    torch.manual_seed(0)
-    cfg = TransformerConfig(d_model=16, num_heads=4, d_ff=32, num_encoder_layers=2, num_decoder_layers=1)
-    model = Transformer(cfg, 30, 30, 0).eval()
+    model = tiny_model(vocab=30, num_heads=4, num_encoder_layers=2)
     src_ids = [[5, 6, 7, 8, 3], [9, 10, 3], [11, 12, 13, 3]]
     tgt_ids = [[11, 12, 13], [14, 15], [16]]
     roles = measure_self_attention_roles(model, src_ids, tgt_ids)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 from helpers import REPO
+from helpers.models import tiny_model
 
 from minitrans.analysis.heads import ablate_heads, all_heads, attention_layers, masked_heads
-from minitrans.core.config import TransformerConfig
 from minitrans.models.attention import merge_heads, scaled_dot_product_attention
 from minitrans.models.transformer import Transformer
 
@@ -15,9 +15,8 @@ PAD = 0
 
 
 def tiny_transformer() -> Transformer:
-    torch.manual_seed(0)
-    cfg = TransformerConfig(d_model=16, num_heads=4, d_ff=32, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0)
-    return Transformer(cfg, 30, 30, PAD).eval()
+    """Two layers a side of four heads each: heads to list, mask and ablate in every kind."""
+    return tiny_model(vocab=30, num_heads=4, num_encoder_layers=2, num_decoder_layers=2)
 
 
 def outputs(model) -> torch.Tensor:

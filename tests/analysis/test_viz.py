@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.models import tiny_model
 from matplotlib.figure import Figure
 
 from minitrans.analysis.viz import (
@@ -21,10 +22,8 @@ from minitrans.analysis.viz import (
     model_color,
     save_attention_png,
 )
-from minitrans.core.config import TransformerConfig
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.translator import Translator, sentence_tokens
-from minitrans.models.transformer import Transformer
 
 SRC = ["▁Ein", "▁Mann", "▁fähr", "t", "▁Rad", ".", "</s>"]
 TGT_IN = ["<s>", "▁A", "▁man", "▁ride", "s", "▁a", "▁bike", "."]
@@ -155,12 +154,7 @@ def tokenizer():
 
 
 def test_a_models_maps_match_the_token_axes(tokenizer):
-    torch.manual_seed(0)
-    cfg = TransformerConfig(
-        d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=2, dropout=0.0, max_len=64,
-        share_embeddings=False,
-    )  # fmt: skip
-    model = Transformer(cfg, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
+    model = tiny_model(vocab=tokenizer, num_decoder_layers=2, max_len=64, share_embeddings=False).train()
     translator = Translator(model, tokenizer, max_len=64, device=torch.device("cpu"))
     src_ids = translator.encode(["the man reads ."])[0]
     tgt_ids = tokenizer.encode_tgt(["der Mann liest ."])[0]

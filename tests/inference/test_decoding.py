@@ -9,24 +9,23 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.models import tiny_model
 
-from minitrans.core.config import RNNConfig, TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from minitrans.inference import decoding
 from minitrans.inference.decoding import MAX_OUTPUT_LEN, best_ids, length_normalizer, output_limits, search
 from minitrans.models.interface import Seq2SeqModel
-from minitrans.models.rnn import AttentionRNN, FixedContextRNN
-from minitrans.models.transformer import Transformer
 
 VOCAB = 20
-# The sizes these tests were written for (the model constructors' former defaults: 3 + 3 layers,
-# separate source and target embeddings).
-OLD_SIZES = TransformerConfig(
-    d_model=16, num_heads=2, d_ff=32, num_encoder_layers=3, num_decoder_layers=3, dropout=0.0, max_len=64,
-    share_embeddings=False,
-)  # fmt: skip
+# The sizes these tests were written for, over the tiny ones: the Transformer's former defaults
+# (3 + 3 layers, separate source and target embeddings) and two-layer RNNs.
+SIZES = {
+    "transformer": dict(num_encoder_layers=3, num_decoder_layers=3, max_len=64, share_embeddings=False),
+    "rnn": dict(num_layers=2),
+    "rnn_attention": dict(num_layers=2),
+}
 FAMILIES = ["transformer", "rnn", "rnn_attention"]
 
 
@@ -52,14 +51,6 @@ def beam_search(model: Seq2SeqModel, src: torch.Tensor, nbest: int = 1, **fields
     return decoding._beam_search(model, src, limits, chosen, nbest)
 
 
-def make_model(family: str, vocab: int = VOCAB) -> Seq2SeqModel:
-    torch.manual_seed(0)
-    if family == "transformer":
-        return Transformer(OLD_SIZES, vocab, vocab, PAD_ID)
-    model_class = FixedContextRNN if family == "rnn" else AttentionRNN
-    return model_class(RNNConfig(kind=family, d_embed=16, d_hidden=16, num_layers=2, dropout=0.0), vocab, PAD_ID)
-
-
 def reversal_pairs(count: int, generator: torch.Generator) -> list[tuple[list[int], list[int]]]:
     """Source: 1-7 random tokens + EOS; target: the same tokens reversed."""
     pairs = []
@@ -74,7 +65,7 @@ def reversal_pairs(count: int, generator: torch.Generator) -> list[tuple[list[in
 def trained(request) -> Seq2SeqModel:
     """A tiny model given a few steps on a reversal task: it ends sentences at varied lengths
     and is still unsure of its words, so searches differ and beams matter."""
-    model = make_model(request.param)
+    model = tiny_model(request.param, VOCAB, **SIZES[request.param]).train()
     generator = torch.Generator().manual_seed(0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     for _ in range(25):
@@ -130,7 +121,7 @@ def test_a_model_that_never_ends_runs_exactly_to_each_sentences_limit(src):
     limits = output_limits(src, 0.5, 12).tolist()
     assert len(set(limits)) > 1  # the limits differ by sentence: each must be honoured
     for family in FAMILIES:
-        model = never_ending(make_model(family))
+        model = never_ending(tiny_model(family, VOCAB, **SIZES[family]))
         for beam in (1, 3):
             for use_cache in (True, False):
                 outputs = decode(
@@ -166,7 +157,7 @@ def sequence_score(model, src_row, ids, ends_with_eos, alpha):
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
 def test_a_beam_that_holds_every_hypothesis_finds_the_exact_best(family, alpha):
     vocab, limit = 7, 3  # output tokens: UNK, 4, 5, 6 (and EOS)
-    model = make_model(family, vocab).eval()
+    model = tiny_model(family, vocab, **SIZES[family])
     words = [UNK_ID, 4, 5, 6]
     src = torch.tensor([[4, 6, 5, EOS_ID], [5, EOS_ID, PAD_ID, PAD_ID]])
     for row in range(2):
@@ -211,7 +202,7 @@ def test_greedy_scores_are_the_teacher_forced_scores_and_beam_one_reports_the_sa
 
 
 def test_nbest_must_fit_the_beam(src):
-    model = make_model("rnn")
+    model = tiny_model("rnn", VOCAB, **SIZES["rnn"])
     with pytest.raises(ValueError, match="nbest"):
         search(model, src, options(beam_size=2), nbest=3)
     with pytest.raises(ValueError, match="nbest"):

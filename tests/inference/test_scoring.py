@@ -6,24 +6,24 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.models import tiny_model
 
-from minitrans.core.config import RNNConfig, TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import EOS_ID, PAD_ID
 from minitrans.inference.decoding import search
 from minitrans.inference.scoring import force_decode, hard_alignment
 from minitrans.models.interface import Seq2SeqModel
-from minitrans.models.rnn import AttentionRNN, FixedContextRNN
-from minitrans.models.transformer import Transformer
+from minitrans.models.rnn import FixedContextRNN
 
 VOCAB = 20
-# The sizes these tests were written for (the model constructors' former defaults: 3 + 3 layers,
-# separate source and target embeddings).
-OLD_SIZES = TransformerConfig(
-    d_model=16, num_heads=2, d_ff=32, num_encoder_layers=3, num_decoder_layers=3, dropout=0.0, max_len=64,
-    share_embeddings=False,
-)  # fmt: skip
+# The sizes these tests were written for, over the tiny ones: the Transformer's former defaults
+# (3 + 3 layers, separate source and target embeddings) and one-layer RNNs.
+SIZES = {
+    "transformer": dict(num_encoder_layers=3, num_decoder_layers=3, max_len=64, share_embeddings=False),
+    "rnn": dict(num_layers=1),
+    "rnn_attention": dict(num_layers=1),
+}
 
 
 def reversal_batch(count: int, generator: torch.Generator):
@@ -37,12 +37,7 @@ def reversal_batch(count: int, generator: torch.Generator):
 @pytest.fixture(scope="module", params=["transformer", "rnn", "rnn_attention"])
 def trained(request) -> Seq2SeqModel:
     """A tiny model, a few steps into a reversal task: unsure enough that searches differ."""
-    torch.manual_seed(0)
-    if request.param == "transformer":
-        model = Transformer(OLD_SIZES, VOCAB, VOCAB, PAD_ID)
-    else:
-        kind = FixedContextRNN if request.param == "rnn" else AttentionRNN
-        model = kind(RNNConfig(kind=request.param, d_embed=16, d_hidden=16, num_layers=1, dropout=0.0), VOCAB, PAD_ID)
+    model = tiny_model(request.param, VOCAB, **SIZES[request.param]).train()
     generator = torch.Generator().manual_seed(0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     for _ in range(20):

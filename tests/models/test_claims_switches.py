@@ -9,10 +9,11 @@ import logging
 import pytest
 import torch
 from helpers import REPO
+from helpers.models import tiny_model
 
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import TransformerConfig
-from minitrans.models.build import VocabSizes, build_model, build_model_for_weights
+from minitrans.models.build import VocabSizes, build_model_for_weights
 from minitrans.models.transformer import SinusoidalPositions
 from minitrans.training.setup import model_to_train
 
@@ -21,9 +22,9 @@ IMPLEMENTATIONS = ("notes", "fast")
 
 
 def model(implementation: str = "notes", seed: int = 0, **switches):
-    torch.manual_seed(seed)
-    cfg = TransformerConfig(d_model=32, num_heads=2, d_ff=64, implementation=implementation, **switches)
-    return build_model(cfg, VOCAB).eval()
+    """A two-layer model of width 32 with ``switches`` set, in eval mode."""
+    sizes = dict(d_model=32, d_ff=64, num_encoder_layers=2, num_decoder_layers=2)
+    return tiny_model(vocab=VOCAB, seed=seed, implementation=implementation, **sizes | switches)
 
 
 def tokens(batch: int, length: int, seed: int = 1) -> torch.Tensor:

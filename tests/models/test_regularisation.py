@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.models import tiny_model_config
 
 from minitrans.core.checks import ConfigError
-from minitrans.core.model_config import TransformerConfig
 from minitrans.data.batching import collate, drop_words
 from minitrans.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from minitrans.models.attention import MultiHeadAttention
@@ -15,13 +15,9 @@ from minitrans.models.build import VocabSizes, build_model
 from minitrans.models.transformer import FeedForward, Residual
 
 
-def small(**overrides) -> TransformerConfig:
-    return TransformerConfig(d_model=16, num_heads=2, d_ff=32, **overrides)
-
-
 @pytest.mark.parametrize("implementation", ["notes", "fast"])
 def test_attention_and_feed_forward_dropout_take_their_own_rates(implementation):
-    cfg = small(dropout=0.2, attention_dropout=0.0, ff_dropout=0.3, implementation=implementation)
+    cfg = tiny_model_config(dropout=0.2, attention_dropout=0.0, ff_dropout=0.3, implementation=implementation)
     model = build_model(cfg, VocabSizes(40, 40))
     attention = [m.dropout.p for m in model.modules() if isinstance(m, MultiHeadAttention)]
     inside_ff = [m.net[2].p for m in model.modules() if isinstance(m, FeedForward)]
@@ -33,14 +29,14 @@ def test_attention_and_feed_forward_dropout_take_their_own_rates(implementation)
 
 
 def test_unset_attention_and_feed_forward_dropout_follow_model_dropout_and_are_recorded():
-    cfg = small(dropout=0.15)
+    cfg = tiny_model_config(dropout=0.15)
     assert (cfg.attention_dropout, cfg.ff_dropout) == (0.15, 0.15)
 
 
 @pytest.mark.parametrize("key", ["attention_dropout", "ff_dropout"])
 def test_a_dropout_rate_of_one_is_refused_by_name(key):
     with pytest.raises(ConfigError, match=f"model.{key}"):
-        small(**{key: 1.0})
+        tiny_model_config(**{key: 1.0})
 
 
 def batch():

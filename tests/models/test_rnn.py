@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.models import tiny_model
 
-from minitrans.core.config import RNNConfig
 from minitrans.models.interface import select_batch
 from minitrans.models.rnn import AttentionRNN, FixedContextRNN
 
@@ -16,10 +16,11 @@ MODELS = [FixedContextRNN, AttentionRNN]
 
 
 def make_model(cls, **overrides):
-    torch.manual_seed(0)
-    sizes = {"d_embed": 16, "d_hidden": 24, "num_layers": 2, "dropout": 0.0} | overrides
+    """The tiny RNN of class ``cls``, two layers of 24 (``overrides`` over them), in eval mode."""
     kind = "rnn_attention" if cls is AttentionRNN else "rnn"
-    return cls(RNNConfig(kind=kind, **sizes), VOCAB, PAD).eval()
+    model = tiny_model(kind, VOCAB, **{"d_hidden": 24, "num_layers": 2} | overrides)
+    assert type(model) is cls
+    return model
 
 
 def make_batch(batch=3, src_len=7, tgt_len=6, seed=1):

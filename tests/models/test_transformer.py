@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.models import tiny_model
 
 from minitrans.core.config import TransformerConfig
 from minitrans.models.attention import MultiHeadAttention
@@ -15,16 +16,18 @@ from minitrans.models.transformer import SinusoidalPositions, Transformer
 PAD = 0
 
 
-def tiny(norm_first=True, model_class=Transformer, **kwargs) -> Transformer:
-    torch.manual_seed(0)
-    args = dict(d_model=32, num_heads=4, d_ff=64, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0)
-    args = dict(share_embeddings=False, norm_first=norm_first) | args | kwargs
-    return model_class(TransformerConfig(**args), 40, 40, PAD).eval()
+# two layers a side and four heads, so that the properties hold across layers and heads
+SIZES = dict(d_model=32, num_heads=4, d_ff=64, num_encoder_layers=2, num_decoder_layers=2, share_embeddings=False)
+
+
+def tiny(norm_first=True, **kwargs) -> Transformer:
+    """The notes model at :data:`SIZES` (``kwargs`` over them), vocabulary 40, in eval mode."""
+    return tiny_model(vocab=40, **SIZES | {"norm_first": norm_first} | kwargs)
 
 
 def fast_tiny(norm_first=True, **kwargs) -> FastTransformer:
     """The fast model (models/fast/), for the tests of its speed-only tricks."""
-    return tiny(norm_first, FastTransformer, **kwargs)
+    return tiny(norm_first, implementation="fast", **kwargs)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -161,22 +164,8 @@ def test_positions_are_sinusoids_and_bounded(d_model):
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_tiny_model_overfits_one_batch(norm_first):
-    torch.manual_seed(0)
-    model = Transformer(
-        TransformerConfig(
-            d_model=32,
-            num_heads=4,
-            d_ff=64,
-            num_encoder_layers=1,
-            num_decoder_layers=1,
-            dropout=0.0,
-            norm_first=norm_first,
-            share_embeddings=False,
-        ),
-        30,
-        30,
-        PAD,
-    )
+    model = tiny_model(vocab=30, d_model=32, num_heads=4, d_ff=64, norm_first=norm_first, share_embeddings=False)
+    model.train()
     src = torch.randint(4, 30, (4, 6))
     tgt_out = torch.randint(4, 30, (4, 5))
     tgt_in = torch.cat([torch.full((4, 1), 2), tgt_out[:, :-1]], dim=1)
@@ -277,9 +266,8 @@ def test_padding_rows_start_at_zero_and_get_no_gradient():
 def test_weights_start_as_documented():
     """Projections: Xavier-uniform, U(-a, a) with a = sqrt(6 / (fan_in + fan_out)); embeddings:
     N(0, 1/D) (they are scaled by sqrt(D) on the way in); biases and LayerNorms: PyTorch's."""
-    torch.manual_seed(0)
-    size = dict(d_model=64, num_heads=4, d_ff=128, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0)
-    model = Transformer(TransformerConfig(share_embeddings=False, tie_output=False, **size), 500, 500, PAD)
+    size = dict(d_model=64, num_heads=4, d_ff=128, share_embeddings=False, tie_output=False)
+    model = tiny_model(vocab=500, **size)
     matrices = {name: p for name, p in model.named_parameters() if p.dim() == 2 and "embed" not in name}
     # encoder: fused qkv, out, feed-forward x 2; decoder: the same plus q and fused kv of the cross-attention; output
     assert len(matrices) == 4 + 7 + 1
@@ -297,8 +285,7 @@ def test_weights_start_as_documented():
             assert 0 < module.bias.abs().max() <= module.in_features**-0.5
         if isinstance(module, torch.nn.LayerNorm):
             assert torch.equal(module.weight, torch.ones(64)) and torch.equal(module.bias, torch.zeros(64))
-    torch.manual_seed(0)
-    again = Transformer(TransformerConfig(share_embeddings=False, tie_output=False, **size), 500, 500, PAD)
+    again = tiny_model(vocab=500, **size)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
 
 

@@ -2,10 +2,9 @@
 
 import pytest
 import torch
+from helpers.models import tiny_model
 
-from minitrans.core.config import TransformerConfig
 from minitrans.data.batching import collate
-from minitrans.models.build import VocabSizes, build_model
 from minitrans.training.step import (
     autocast_dtype_for,
     cpu_has_native_bf16,
@@ -17,10 +16,9 @@ from minitrans.training.step import (
 VOCAB = 40
 
 
-def tiny_model():
-    torch.manual_seed(0)
-    cfg = TransformerConfig(d_model=32, num_heads=2, d_ff=64, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0)
-    return build_model(cfg, VocabSizes(VOCAB, VOCAB))
+def tiny_fast_model():
+    """The fast model, which training builds, of width 32, in training mode."""
+    return tiny_model(vocab=VOCAB, d_model=32, d_ff=64, implementation="fast").train()
 
 
 def batches(count=5, seed=0):
@@ -34,7 +32,7 @@ def batches(count=5, seed=0):
 
 
 def losses(autocast_dtype):
-    model = tiny_model()
+    model = tiny_fast_model()
     optimizer = make_optimizer(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
     seen = []
     for batch in batches():
@@ -81,7 +79,7 @@ def test_native_precision_is_bf16_only_on_a_cpu_that_computes_it(monkeypatch, av
 
 
 def test_adam_runs_its_fused_kernel_and_a_loaded_state_keeps_it():
-    model = tiny_model()
+    model = tiny_fast_model()
     optimizer = make_optimizer(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
     assert optimizer.param_groups[0]["fused"] is True
     old = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))  # an older checkpoint's optimizer
@@ -103,18 +101,18 @@ def test_a_gradient_over_the_limit_is_clipped_to_it_and_one_under_it_is_left_alo
     """The summed (unscaled) loss of a batch has a gradient norm far over 2; the step applies
     the clipped gradient, which stays on the parameters after the update."""
     batch = batches(1)[0]
-    unclipped = tiny_model()
+    unclipped = tiny_fast_model()
     train_step(unclipped, make_optimizer(unclipped.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, 1.0, 0.1, 1e9)
     raw = gradient_norm(unclipped)
     assert raw > 10 * limit
-    model = tiny_model()
+    model = tiny_fast_model()
     train_step(model, make_optimizer(model.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, 1.0, 0.1, limit)
     assert gradient_norm(model) == pytest.approx(limit, rel=1e-4)
-    small = tiny_model()  # a mean loss's gradient under a limit above it: unchanged
+    small = tiny_fast_model()  # a mean loss's gradient under a limit above it: unchanged
     scale = 1.0 / batch.num_tgt_tokens
     train_step(small, make_optimizer(small.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, scale, 0.1, 1e9)
     under = gradient_norm(small)
-    again = tiny_model()
+    again = tiny_fast_model()
     train_step(again, make_optimizer(again.parameters(), lr=1e-3, betas=(0.9, 0.98)), batch, scale, 0.1, under * 1.5)
     assert gradient_norm(again) == pytest.approx(under, rel=1e-6)
 

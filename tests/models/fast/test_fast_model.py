@@ -9,6 +9,7 @@ mode or with dropout 0; the fast dropout's statistics are held by tests/models/f
 
 import pytest
 import torch
+from helpers.models import tiny_model
 
 from minitrans.core.config import TransformerConfig
 from minitrans.core.decoding_options import DecodingOptions
@@ -30,10 +31,9 @@ SIZES = {
 
 def twins(**kwargs) -> tuple[Transformer, FastTransformer]:
     """The notes model and the fast model with the same weights (one's state_dict into the other)."""
-    cfg = TransformerConfig(**({"d_model": 32, "d_ff": 64, "dropout": 0.0} | kwargs))
-    torch.manual_seed(0)
-    notes = Transformer(cfg, VOCAB, VOCAB, PAD)
-    fast = FastTransformer(cfg, VOCAB, VOCAB, PAD)
+    fields = {"d_model": 32, "num_heads": 4, "d_ff": 64, "num_encoder_layers": 2, "num_decoder_layers": 2} | kwargs
+    notes = tiny_model(vocab=VOCAB, **fields).train()
+    fast = tiny_model(vocab=VOCAB, seed=1, **fields | {"implementation": "fast"}).train()
     fast.load_state_dict(notes.state_dict())
     return notes, fast
 
