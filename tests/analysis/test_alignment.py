@@ -222,7 +222,7 @@ def test_attention_drawn_from_the_gold_of_corpus_pairs_gives_aer_zero(src_lang, 
 
 
 @pytest.mark.parametrize("kind, shape", [("rnn_attention", (1, 1)), ("rnn", None)])
-def test_the_attention_rnn_counts_as_one_layer_with_one_head_and_the_fixed_context_rnn_has_none(kind, shape):
+def test_an_rnns_attention_counts_as_one_layer_of_one_head_or_as_none(kind, shape):
     from minitrans.core.config import RNNConfig
     from minitrans.models.build import VocabSizes, build_model
 

@@ -19,7 +19,7 @@ def test_a_uniform_row_has_log_l_nats_and_a_one_hot_row_none():
     assert float(row_entropy(one_hot)) == 0.0  # 0 log 0 = 0, not NaN
 
 
-def test_layer_entropy_averages_heads_and_rows_and_skips_rows_with_nothing_to_attend_to():
+def test_layer_entropy_averages_heads_and_rows_and_skips_fully_masked_rows():
     weights = torch.stack([torch.full((3, 4), 0.25), torch.eye(4)[:3]])  # (H=2, Lq=3, Lk=4)
     weights[:, 2] = 0.0  # a row with no key
     found = attention_entropy({"cross": [weights], "enc_self": [torch.eye(3)[None]]})

@@ -17,7 +17,7 @@ def test_a_layout_is_processes_x_threads():
             Layout.parse(bad)
 
 
-def test_the_time_to_a_bleu_is_the_training_time_to_the_first_validation_that_reached_it():
+def test_time_to_a_bleu_is_training_time_to_the_first_validation_reaching_it():
     result = {"steps": 1000, "train_seconds": 200.0, "valid": [(250, 40.0), (500, 71.5), (750, 70.0), (1000, 80.0)]}
     assert seconds_to(result, 70.0) == pytest.approx(100.0)  # step 500 of 1000
     assert seconds_to(result, 80.0) == pytest.approx(200.0)

@@ -93,7 +93,7 @@ def event_pids(job: Path) -> list[int]:
 
 
 @pytest.mark.slow
-def test_multirun_gives_one_readable_folder_per_job_refuses_the_impossible_one_and_compares(tmp_path):
+def test_multirun_gives_a_folder_per_job_refuses_the_impossible_one_and_compares(tmp_path):
     sweep = tmp_path / "sweep"
     # 3 does not divide d_model=16: refused, the sweep goes on. The tiny settings on the same
     # command line stay out of the folder names: only the swept key shows.
@@ -138,7 +138,7 @@ def test_a_joblib_sweep_runs_its_jobs_in_processes_of_their_own_and_compares(tmp
 
 @pytest.mark.slow
 @needs_sweep_plugin("submitit")
-def test_a_submitit_sweep_job_preempted_with_sigusr2_is_requeued_and_resumes_in_its_folder(tmp_path):
+def test_a_submitit_job_preempted_by_sigusr2_is_requeued_and_resumes_in_its_folder(tmp_path):
     """hydra/launcher=submitit_local (the code path of submitit_slurm, with a local executor):
     SIGUSR2, submitit's preemption signal, reaches job 0 while it trains; it writes last.pt,
     submitit requeues it, and the requeued job resumes in the same folder and finishes."""
@@ -179,7 +179,7 @@ def test_a_submitit_sweep_job_preempted_with_sigusr2_is_requeued_and_resumes_in_
 
 @pytest.mark.slow
 @needs_sweep_plugin("optuna")
-def test_an_optuna_search_of_three_trials_names_trials_by_the_searched_values_and_gives_the_best_command(tmp_path):
+def test_an_optuna_search_names_trials_by_their_values_and_gives_the_best_command(tmp_path):
     sweep = tmp_path / "optuna"
     done = run_sweep(tmp_path, sweep, "experiment=heads_dk_search", "hydra.sweeper.n_trials=3", model__d_ff=None)
     output = done.stdout + done.stderr
@@ -277,7 +277,7 @@ def test_heads_dk_matched_holds_h_times_d_k_at_128_and_sweeps_only_the_heads():
 
 
 @needs_sweep_plugin("optuna")
-def test_heads_dk_search_maximises_validation_bleu_over_five_knobs_with_a_trial_budget():
+def test_heads_dk_search_maximises_valid_bleu_over_five_knobs_in_a_trial_budget():
     sweeper = compose_experiment("experiment=heads_dk_search", hydra=True).hydra.sweeper
     assert sweeper._target_.endswith("OptunaSweeper") and sweeper.sampler._target_.endswith("TPESampler")
     assert sweeper.direction == "maximize" and sweeper.n_trials > 0
@@ -377,7 +377,7 @@ class Requeued(BaseException):
     """What submitit's SIGUSR2 handler does, in a test: leave, to be started again."""
 
 
-def test_sigusr2_asks_to_stop_and_is_handed_on_to_the_cluster_handler_once_the_block_is_left():
+def test_sigusr2_asks_to_stop_and_reaches_the_cluster_handler_after_the_block():
     calls = []
     before = signal.signal(signal.SIGUSR2, lambda signum, frame: calls.append(signum))
     try:

@@ -352,7 +352,7 @@ def test_the_tests_prepare_corpora_in_a_cache_of_their_own_never_the_users():
         ("experiment=bottleneck,nope", "experiment=nope", "no config 'nope'"),
     ],
 )
-def test_a_sweep_job_that_cannot_be_composed_is_one_line_naming_the_job_before_any_runs(swept, job, words):
+def test_a_sweep_job_that_cannot_compose_is_one_line_naming_it_before_any_runs(swept, job, words):
     problem = check_command_line(["-m", "debug=tiny", swept, "seed=0,1"], CONFIG_DIR)
     assert problem is not None and "\n" not in problem
     assert problem.startswith(f"sweep job {job}: ") and words in problem

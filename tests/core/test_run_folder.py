@@ -186,7 +186,7 @@ def test_a_second_training_process_gets_one_line_and_exit_2_and_writes_nothing(t
 
 
 @pytest.mark.slow
-def test_a_named_run_folder_is_locked_before_hydra_writes_into_it_so_a_second_run_changes_nothing(
+def test_a_named_run_folder_is_locked_before_hydra_writes_so_a_rerun_changes_nothing(
     tmp_path, tiny_overrides, run_train
 ):
     """Two runs started together into one folder: the first holds the lock before Hydra writes
@@ -256,7 +256,7 @@ SPELLINGS = [
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS, ids=[" ".join(s) for s in SPELLINGS])
-def test_every_spelling_hydra_takes_for_the_run_folder_is_refused_before_hydra_writes(spelling, tmp_path, monkeypatch):
+def test_every_hydra_spelling_of_the_run_folder_is_refused_before_hydra_writes(spelling, tmp_path, monkeypatch):
     """``++hydra.run.dir=X`` and a quoted ``hydra.run.dir="X"`` name the same folder as the
     plain spelling: a folder in use is refused at once, and no folder named ``"X"`` appears."""
     from minitrans.cli.train import hold_run_dir_argument

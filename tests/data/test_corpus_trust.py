@@ -496,7 +496,7 @@ def test_held_out_pairs_are_a_seeded_random_sample_in_random_order(tmp_path):
     assert load_split(cfg, "valid")[0] == list(corpus.splits["valid"]["src"])  # evaluate.py draws them again
 
 
-def test_a_validation_file_sorted_by_length_is_sampled_at_random_and_the_sample_reported(tokenizer):
+def test_a_validation_file_sorted_by_length_is_sampled_at_random_and_says_so(tokenizer):
     from minitrans.training.run_data import validation_sample
 
     en, fr = sorted_by_length(400)

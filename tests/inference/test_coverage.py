@@ -148,7 +148,7 @@ CASED = [
 ]
 
 
-def test_capitals_training_never_wrote_a_word_in_are_named_and_an_ordinary_sentence_warns_of_nothing():
+def test_capitals_never_so_written_in_training_are_named_ordinary_text_is_not():
     """The word check is case-folded, the model is not: "I LOVE GREEK FOOD!" used to pass it
     and come out as nonsense with nothing said."""
     record = TrainingRecord.from_sentences(CASED, "en", "el", "parallel")

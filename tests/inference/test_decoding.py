@@ -310,7 +310,7 @@ def test_the_search_goes_on_while_a_longer_sentence_could_still_win_at_alpha_one
         ]
 
 
-def test_with_a_negative_alpha_the_bound_uses_the_shortest_length_an_open_beam_can_reach():
+def test_a_negative_alphas_bound_uses_the_shortest_length_an_open_beam_can_reach():
     # alpha = -1 favours short sentences: lp(L) = 6 / (5 + L). After one step the empty sentence
     # has ended (log 0.42 = -0.868); the open beam [4] (log 0.48) can still end at length 2,
     # where it scores at best 7/6 · log 0.48 = -0.856: the search must go on, and [4] + EOS wins.

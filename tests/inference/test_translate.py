@@ -672,7 +672,7 @@ def test_the_card_names_the_teaching_switches_a_model_trained_with(script, cheat
 
 
 @pytest.mark.parametrize("flags", [[], ["--no-cache"], ["--score-reference", "REF"]])
-def test_a_model_without_the_causal_mask_is_said_to_cheat_when_it_translates_or_scores(
+def test_translating_or_scoring_with_no_causal_mask_says_the_model_cheats(
     script, cheating_run, run, tmp_path, capsys, flags
 ):
     (tmp_path / "ref.txt").write_text(TGT[0] + "\n", encoding="utf-8")

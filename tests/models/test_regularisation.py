@@ -28,7 +28,7 @@ def test_attention_and_feed_forward_dropout_take_their_own_rates(implementation)
     assert model.dropout.p == 0.2  # on the embeddings
 
 
-def test_unset_attention_and_feed_forward_dropout_follow_model_dropout_and_are_recorded():
+def test_unset_attention_and_ff_dropout_follow_model_dropout_and_are_recorded():
     cfg = tiny_model_config(dropout=0.15)
     assert (cfg.attention_dropout, cfg.ff_dropout) == (0.15, 0.15)
 

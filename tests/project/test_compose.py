@@ -148,7 +148,7 @@ HYDRA_OPTIONS = {
 
 
 @pytest.mark.parametrize(("group", "option"), sorted(HYDRA_OPTIONS))
-def test_every_launcher_and_sweeper_composes_where_its_plugin_is_installed_and_skips_elsewhere(group, option):
+def test_each_launcher_and_sweeper_composes_with_its_plugin_and_skips_without_it(group, option):
     """Where the option's plugin is installed it composes; where it is not (the README's set-up
     installs no sweep extra) composing it fails, so every test that uses it must skip, and the
     skip names the install command. This test takes the path of the machine it runs on."""

@@ -22,7 +22,7 @@ BETTER = [r if i % 3 else r.replace("the", "a") for i, r in enumerate(REFERENCES
 WORSE = [" ".join(r.split()[:3]) for r in REFERENCES]
 
 
-def test_a_better_system_is_larger_than_chance_with_sacrebleus_own_p_value_and_resamples():
+def test_a_better_system_beats_chance_by_sacrebleus_own_p_value_and_resamples():
     found = {d.metric: d for d in paired_differences(WORSE, BETTER, REFERENCES)}
     assert list(found) == ["BLEU", "chrF"]
     signatures, oracle = PairedTest(

@@ -139,7 +139,7 @@ def test_fixed_context_rnn_says_it_has_no_attention_instead_of_empty_images(tmp_
     assert "samples/translations/text_summary" in events.Tags()["tensors"]
 
 
-def test_the_best_heads_map_of_each_sample_with_gold_is_logged_with_its_links_outlined(tmp_path, tokenizer):
+def test_each_gold_samples_best_head_map_is_logged_with_its_links_outlined(tmp_path, tokenizer):
     torch.manual_seed(0)
     model = build_model(TransformerConfig(**TINY_TRANSFORMER), tokenizer).eval()
     translator = Translator(model, tokenizer, max_len=64, device=torch.device("cpu"))
@@ -253,7 +253,7 @@ def test_each_hyper_parameter_is_named_once_and_every_kind_logs_its_own_in_the_t
         assert ("d_attention" in logged) == (model.kind == "rnn_attention")
 
 
-def test_every_custom_scalars_chart_has_one_tag_so_its_lines_are_runs_in_their_own_colours():
+def test_each_custom_scalars_chart_has_one_tag_so_each_run_is_a_line_of_its_colour():
     """TensorBoard names a CUSTOM SCALARS series "tag (run)" and colours it by the run, with no
     legend: two tags on one chart would be two lines of one colour."""
     from minitrans.runs.tblog import SCALARS_LAYOUT
@@ -264,7 +264,7 @@ def test_every_custom_scalars_chart_has_one_tag_so_its_lines_are_runs_in_their_o
     assert len(set(titles)) == len(titles)
 
 
-def test_a_sample_longer_than_max_len_is_cut_for_its_attention_maps_as_decoding_cuts_it(tmp_path, tokenizer):
+def test_a_sample_over_max_len_is_cut_for_its_attention_maps_as_decoding_cuts_it(tmp_path, tokenizer):
     """A validation line longer than model.max_len pieces crashed every run at its first
     validation (ValueError from the model's positions) before any checkpoint was written."""
     torch.manual_seed(0)
@@ -292,7 +292,7 @@ def test_the_custom_scalars_layout_charts_train_against_valid(tmp_path):
     assert tags[:2] == [r"train/loss_label_smoothed$", r"valid/loss_label_smoothed$"]
 
 
-def test_a_tiny_training_run_writes_scalars_samples_attention_and_hparams_into_one_event_file(tmp_path):
+def test_a_tiny_run_writes_scalars_samples_attention_and_hparams_into_one_event_file(tmp_path):
     cfg = TrainConfig(
         model=TransformerConfig(**TINY_TRANSFORMER),
         data=DataConfig(

@@ -185,7 +185,7 @@ def test_the_page_says_the_language_direction_and_hints_to_scroll_a_wide_grid(se
     assert not hint.is_displayed()  # a short sentence fits: no hint
 
 
-def test_a_picked_test_sentence_shows_each_heads_aer_and_says_where_the_gold_links_are(server, browser):
+def test_a_picked_test_sentence_shows_each_heads_aer_and_where_its_gold_links_are(server, browser):
     browser.get(server + "/")
     wait = patient(browser)
     wait.until(lambda b: b.find_element(By.ID, "picker").is_displayed())

@@ -92,7 +92,7 @@ def started_with_libc_preloaded() -> int:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_PRELOAD and /proc are Linux's")
-def test_the_training_processes_start_with_the_allocator_and_the_parent_keeps_its_environment(monkeypatch):
+def test_training_processes_get_the_allocator_and_the_parent_keeps_its_environment(monkeypatch):
     monkeypatch.setenv("LD_PRELOAD", "")
     assert launch.spawn(started_with_libc_preloaded, (), processes=2, threads=1, preload="libc.so.6") == 0
     assert os.environ["LD_PRELOAD"] == ""  # only the children's environment had it
@@ -129,7 +129,7 @@ def aborted() -> int:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_PRELOAD is Linux's")
-def test_processes_that_crash_with_a_preloaded_allocator_are_told_how_to_train_without_it(capfd):
+def test_a_crash_with_a_preloaded_allocator_says_how_to_train_without_it(capfd):
     assert launch.spawn(aborted, (), processes=2, threads=1, preload="libc.so.6") == 128 + signal.SIGABRT
     (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("error:")]
     assert line.startswith("error: training process ") and " was killed by SIGABRT (exit code 134)" in line
@@ -219,7 +219,7 @@ def two_processes(tiny_overrides, run, *extra: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_two_processes_started_by_the_script_survive_a_kill_and_a_stop_and_resume_bitwise(
+def test_the_scripts_two_processes_survive_a_kill_and_a_stop_and_resume_bitwise(
     tmp_path, tiny_overrides, two_process_reference
 ):
     def train(run, *extra, timeout=300):

@@ -444,7 +444,7 @@ def test_tokens_per_second_is_the_windows_target_tokens_over_its_training_second
         assert value == pytest.approx((tokens[step - 2] + tokens[step - 1]) / (2 * 0.2), rel=1e-6), step
 
 
-def test_sources_longer_than_the_model_are_one_log_line_per_split_not_a_warning_per_sentence(
+def test_sources_too_long_for_the_model_are_one_log_line_per_split_not_per_sentence(
     tiny_config, tmp_path, caplog, recwarn
 ):
     cfg = tiny_config("model.max_len=12", "trainer.max_steps=4", "trainer.eval_every=2")

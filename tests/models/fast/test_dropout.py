@@ -52,7 +52,7 @@ def test_neighbouring_decisions_are_independent():
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3])
-def test_kept_elements_are_scaled_by_the_exact_inverse_keep_rate_and_the_mean_is_kept(p):
+def test_kept_elements_are_scaled_by_the_exact_inverse_keep_rate_keeping_the_mean(p):
     torch.manual_seed(3)
     x = torch.full((N,), 2.0)
     out = dropout(x, p)

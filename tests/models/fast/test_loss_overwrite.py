@@ -81,7 +81,7 @@ def _bf16_step(hidden, weight, bias, target, overwrite):
     return loss, logits, [h.grad, w.grad, b.grad]
 
 
-def test_spent_bfloat16_logits_borrow_the_workspace_and_give_the_same_loss_and_gradients_bitwise():
+def test_spent_bf16_logits_borrow_the_workspace_and_keep_loss_and_gradients_bitwise():
     """Under bfloat16 autocast the float32 log-probabilities live in one workspace kept from step
     to step (no fresh (N, V) array to fault in), and the gradient in the logits' own buffer."""
     from minitrans.models.fast.loss import WORKSPACE
