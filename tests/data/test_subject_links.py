@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from helpers.grammar import clause, main, np, sentence, whom
+from helpers.models import tiny_model
 
 from minitrans.analysis.head_roles import (
     linked_share,
@@ -14,10 +15,8 @@ from minitrans.analysis.head_roles import (
     piece_positions,
     subject_links_at_pieces,
 )
-from minitrans.core.config import TransformerConfig
 from minitrans.data.grammar import render, subject_links
 from minitrans.data.probes import subject_pairs
-from minitrans.models.transformer import Transformer
 
 
 def words_of(text: str, links) -> list[tuple[list[str], list[str]]]:
@@ -35,8 +34,11 @@ def test_a_verb_is_linked_to_its_subject_across_an_object_gap_relative_clause():
     assert words_of(de, de_links) == [(["schläft."], ["Hund,"])]
 
 
-def test_a_subject_without_a_relative_clause_gives_no_link_and_a_fronted_adverb_moves_the_german_verb():
+def test_a_subject_without_a_relative_clause_gives_no_link():
     assert subject_links(sentence(clause("the dog", "sees", "the man"))) == ([], [])
+
+
+def test_a_fronted_adverb_puts_the_german_verb_before_its_linked_subject():
     tree = sentence(main(clause(np("the dog", whom("the man", "sees")), "sleeps"), adverb="today"))
     en, de = render(tree)
     assert de == "Heute schläft der Hund, den der Mann sieht."
@@ -83,9 +85,7 @@ def test_a_head_putting_all_of_a_verbs_weight_on_its_gold_subject_scores_one():
 
 
 def test_a_real_models_subject_shares_are_shares_and_batching_does_not_change_them():
-    torch.manual_seed(0)
-    cfg = TransformerConfig(d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=1)
-    model = Transformer(cfg, 30, 30, 0).eval()
+    model = tiny_model(vocab=30)
     src_ids = [[5, 6, 7, 8, 9, 3], [9, 10, 11, 3]]
     tgt_ids = [[11, 12, 13, 14], [14, 15, 16]]
     links = [{"enc_self": [([4], [1])], "dec_self": [([4], [1, 2])]}, {"enc_self": [([2], [0])], "dec_self": []}]
@@ -98,20 +98,33 @@ def test_a_real_models_subject_shares_are_shares_and_batching_does_not_change_th
     assert "subject" not in measure_self_attention_roles(model, src_ids, tgt_ids)["enc_self"][0][0]
 
 
-def test_the_subject_probe_is_oriented_by_the_runs_languages_and_its_links_lie_inside_the_sentences():
-    from minitrans.analysis.head_roles import subject_probe
-    from minitrans.core.config import DataConfig
+@pytest.fixture(scope="module")
+def probe_pairs():
+    """Thirty subject pairs and a tokenizer trained on them."""
     from minitrans.data.tokenizer import Tokenizer
 
     pairs = subject_pairs(30, seed=0, max_words=12)
-    tokenizer = Tokenizer.train([p.en for p in pairs], [p.de for p in pairs], vocab_size=400)
-    data = DataConfig(max_words=12)
-    src_ids, tgt_ids, links = subject_probe(tokenizer, data, 30)
+    return pairs, Tokenizer.train([p.en for p in pairs], [p.de for p in pairs], vocab_size=400)
+
+
+def test_the_subject_probes_links_lie_inside_its_sentences(probe_pairs):
+    from minitrans.analysis.head_roles import subject_probe
+    from minitrans.core.config import DataConfig
+
+    pairs, tokenizer = probe_pairs
+    src_ids, tgt_ids, links = subject_probe(tokenizer, DataConfig(max_words=12), 30)
     assert len(src_ids) == len(tgt_ids) == len(links) == 30
     assert tokenizer.src.decode(src_ids[0][:-1]) == pairs[0].en
     for src, tgt, link in zip(src_ids, tgt_ids, links):
         assert link["enc_self"] and all(max(q + k) < len(src) - 1 for q, k in link["enc_self"])  # not the EOS
         assert all(max(k) < min(q) <= len(tgt) for q, k in link["dec_self"])  # BOS + target, subject first
+
+
+def test_the_subject_probe_follows_the_runs_languages_and_corpus(probe_pairs):
+    from minitrans.analysis.head_roles import subject_probe
+    from minitrans.core.config import DataConfig
+
+    pairs, tokenizer = probe_pairs
     flipped = subject_probe(tokenizer, DataConfig(max_words=12, src_lang="de", tgt_lang="en"), 30)
     assert tokenizer.src.decode(flipped[0][0][:-1]) == pairs[0].de
     assert subject_probe(tokenizer, DataConfig(name="multi30k", src_lang="de", tgt_lang="en"), 30) is None

@@ -15,7 +15,6 @@ sys.path.insert(0, str(REPO / "docs"))
 
 import hooks  # noqa: E402
 import site_pictures  # noqa: E402
-from helpers import REPO
 
 from minitrans.core.pictures import TEXT_PX_KEY  # noqa: E402
 
@@ -54,22 +53,23 @@ def test_the_hook_links_a_bare_picture_to_its_file_and_leaves_linked_and_inline_
     assert site_pictures.unlinked_pictures(Path("."), {"p/index.html": out}) == []
 
 
-def test_labels_under_nine_px_at_page_width_are_found_and_an_unrecorded_picture_is_counted(tmp_path):
+def test_labels_under_nine_px_at_page_width_are_found(tmp_path):
     small = picture(tmp_path / "small.png", 1000, 20.0)  # 20 px labels shown at 300 of 1000 px: 6 px
     fine = picture(tmp_path / "fine.png", 1000, 20.0)
-    bare = picture(tmp_path / "bare.png", 400, None)
-    pictures = [
-        [small.as_uri(), 1000, 300, 688],
-        [fine.as_uri(), 1000, 600, 688],  # 12 px
-        [bare.as_uri(), 400, 400, 688],
-        ["data:image/png;base64,AAAA", 10, 10, 688],
-    ]
+    pictures = [[small.as_uri(), 1000, 300, 688], [fine.as_uri(), 1000, 600, 688]]  # 6 px, 12 px
     problems, unmeasured = site_pictures.measured_problems("p.html", pictures, [[700, 720, "x"], [900, 720, "wide"]])
     assert problems == [
         "p.html: picture small.png: its smallest text is 6.0 px at page width (under 9)",
         "p.html: table 900 px wide, 180 px more than its column: wide…",
     ]
-    assert unmeasured == ["p.html: bare.png"]
+    assert unmeasured == []
+
+
+def test_a_picture_that_records_no_text_size_is_counted_as_unmeasured(tmp_path):
+    bare = picture(tmp_path / "bare.png", 400, None)
+    pictures = [[bare.as_uri(), 400, 400, 688], ["data:image/png;base64,AAAA", 10, 10, 688]]
+    problems, unmeasured = site_pictures.measured_problems("p.html", pictures, [])
+    assert problems == [] and unmeasured == ["p.html: bare.png"]
 
 
 def test_a_picture_wider_than_its_column_is_found(tmp_path):

@@ -55,14 +55,17 @@ def test_split_sentences_knows_abbreviations_and_leaves_one_sentence_alone():
     assert split_sentences("Ein Satz.", "xx") == ["Ein Satz."]  # a language without rules: English ones
 
 
-def test_lines_keep_their_places_and_a_multi_sentence_line_is_translated_sentence_by_sentence(translator):
-    first, second = split_sentences(TWO, "de")
+def test_lines_keep_their_places_blank_ones_included(translator):
     lines = [SRC[0], "", "   ", TWO]
     results = translate_lines(translator, lines, DecodingOptions(beam_size=2), nbest=2)
     assert [r.source for r in results] == lines
     assert [r.text for r in results[1:3]] == ["", ""] and results[1].hypotheses == []
     assert results[0].text == translator.translate([SRC[0]], DecodingOptions(beam_size=2))[0]
-    joined = results[3]
+
+
+def test_a_multi_sentence_line_is_translated_sentence_by_sentence(translator):
+    first, second = split_sentences(TWO, "de")
+    (joined,) = translate_lines(translator, [TWO], DecodingOptions(beam_size=2), nbest=2)
     assert joined.sentences == [first, second]
     assert joined.text == " ".join(t for t in translator.translate([first, second], DecodingOptions(beam_size=2)) if t)
     apart = translator.translate_nbest([first, second], DecodingOptions(beam_size=2), nbest=2)

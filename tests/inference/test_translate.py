@@ -307,20 +307,23 @@ def test_script_files_and_attention_pictures(script, run, translator, tmp_path, 
     assert sorted(p.name for p in tmp_path.glob("a.*.png")) == ["a.1.png", "a.3.png"]
 
 
-def test_attention_prints_the_file_it_writes_and_refuses_a_folder_or_format_it_cannot(script, run, tmp_path, capsys):
-    """Without a suffix matplotlib wrote ``attn.png`` while ``attention: attn`` was printed;
-    onto a folder it wrote ``FOLDER.png`` beside it, and an unknown suffix was a traceback
-    after the translation."""
+def test_attention_prints_the_file_it_writes(script, run, tmp_path, capsys):
+    """Without a suffix matplotlib wrote ``attn.png`` while ``attention: attn`` was printed."""
     assert script.main([str(run), SRC[0], "--attention", str(tmp_path / "attn")]) == 0
     err = capsys.readouterr().err.splitlines()
     printed = [Path(line.removeprefix("attention: ")) for line in err if line.startswith("attention: ")]
     assert printed == [tmp_path / "attn.png"] and printed[0].is_file()
+
+
+def test_attention_refuses_a_folder_or_a_format_it_cannot_draw(script, run, tmp_path, capsys):
+    """Onto a folder it wrote ``FOLDER.png`` beside it, and an unknown suffix was a traceback
+    after the translation: now each is one line, before anything is written."""
     (tmp_path / "maps").mkdir()
     for target, reason in (("maps", "it is a folder"), ("attn.v2", "cannot draw .v2 files")):
         assert script.main([str(run), SRC[0], "--attention", str(tmp_path / target)]) == 1
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.count("\n") == 1 and reason in captured.err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["attn.png", "maps"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["maps"]
 
 
 def test_the_length_penalty_defaults_to_the_runs_own(script, tmp_path, monkeypatch, capsys):
@@ -626,14 +629,18 @@ def test_help_takes_under_a_cpu_second_and_imports_no_torch(name):
     assert loaded == "False" and float(seconds) < 1.0, done.stderr
 
 
-def test_a_checkpoint_is_read_back_with_its_configuration_typed_and_refused_when_unknown(tmp_path):
-    from minitrans.core.checkpoint import load_checkpoint
+def test_a_checkpoint_is_read_back_with_its_configuration_typed(tmp_path):
     from minitrans.core.config import TrainConfig
 
     translator = Translator.from_checkpoint(build_checkpoint(tmp_path / "best.pt"), device="cpu")
     assert isinstance(translator.run_config, TrainConfig) and translator.run_config.model.num_heads == 2
     assert (translator.source_language, translator.target_language) == ("de", "en")
-    payload = load_checkpoint(tmp_path / "best.pt")
+
+
+def test_a_checkpoint_whose_configuration_has_an_unknown_key_is_refused_naming_it(tmp_path):
+    from minitrans.core.checkpoint import load_checkpoint
+
+    payload = load_checkpoint(build_checkpoint(tmp_path / "best.pt"))
     payload["config"]["trainer"]["renamed_knob"] = 1
     save_checkpoint(payload, tmp_path / "renamed.pt")
     with pytest.raises(CheckpointError, match=r"renamed\.pt: .*renamed_knob"):

@@ -410,21 +410,28 @@ def test_compare_help_takes_under_a_cpu_second():
     assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 1.0
 
 
-def test_the_best_heads_aer_stands_beside_bleu_and_the_fixed_context_rnn_says_it_has_no_attention(tmp_path):
-    alignment = {"aer_best": 0.049, "aer_best_layer": 1, "aer_best_head": 2, "aer_by_layer": [0.218, 0.041]}
-    write_run(tmp_path / "a", summary(heads=4, d_k=16) | {"alignment": alignment})
+AER_OF_LAYER_1_HEAD_2 = {"aer_best": 0.049, "aer_best_layer": 1, "aer_best_head": 2, "aer_by_layer": [0.218, 0.041]}
+
+
+def test_the_best_heads_aer_stands_beside_bleu(tmp_path):
+    write_run(tmp_path / "a", summary(heads=4, d_k=16) | {"alignment": AER_OF_LAYER_1_HEAD_2})
     single = {"aer_best": 0.31, "aer_best_layer": 0, "aer_best_head": 0, "aer_by_layer": [0.31]}
     write_run(tmp_path / "b", summary(kind="rnn_attention") | {"alignment": single})
-    write_run(tmp_path / "c", summary(kind="rnn"))
     write_run(tmp_path / "d", summary(heads=2, d_k=32))  # another corpus: nothing measured
     lines = comparison_table(find_runs([tmp_path])[0]).strip().splitlines()
     assert lines[0].endswith("| test BLEU | test chrF | best head AER (layer, head) | AER by layer |")
     assert lines[1].endswith("|---:|---:|")
-    transformer, attention_rnn, rnn, unmeasured = lines[2:]
+    transformer, attention_rnn, unmeasured = lines[2:]
     assert transformer.endswith("| 20.00 | 40.00 | 0.049 (L1 H2) | 0.218 / 0.041 |")
     assert attention_rnn.endswith("| 0.310 (L0 H0) | 0.310 |")
-    assert rnn.endswith("| no attention | – |")
     assert unmeasured.endswith("| 20.00 | 40.00 | – | – |")
+
+
+def test_the_fixed_context_rnn_says_it_has_no_attention_to_measure(tmp_path):
+    write_run(tmp_path / "a", summary(heads=4, d_k=16) | {"alignment": AER_OF_LAYER_1_HEAD_2})
+    write_run(tmp_path / "c", summary(kind="rnn"))
+    lines = comparison_table(find_runs([tmp_path])[0]).strip().splitlines()
+    assert len(lines) == 4 and lines[3].endswith("| no attention | – |")
     # without any alignment record the table keeps its columns
     other = tmp_path / "other"
     write_run(other / "c", summary(kind="rnn"))
