@@ -8,7 +8,7 @@ encoder-decoder from a built ``Transformer``'s modules, and the fixed C against 
     python docs/diagrams.py              # writes docs/diagrams/*.png (its own files only)
     python docs/diagrams.py --out DIR
 
-Each PNG keeps a fingerprint of the tensors it shows, so ``tests/test_diagrams.py`` fails when
+Each PNG keeps a fingerprint of the tensors it shows, so ``tests/docs/test_diagrams.py`` fails when
 a committed picture was drawn from older code. Each figure is ``WIDTH`` inches wide and no text is
 under 9 points, so at the page's content width (``CONTENT_PX``) every label is at least 9 px high.
 """

@@ -4,7 +4,7 @@ cannot drift from it: the configuration reference (from the schemas, through the
 package layout (from each sub-package's and module's docstring).
 
 ``docs/hooks.py`` puts them into the pages where a marker such as ``<!-- generated: cli -->``
-stands; ``tests/test_docs.py`` uses the same functions to check the references and the shell
+stands; ``tests/docs/test_docs.py`` uses the same functions to check the references and the shell
 commands of the pages.
 """
 
@@ -31,7 +31,7 @@ EXTRA_COMMANDS = {
 # Scripts whose command line is not argparse: train.py takes Hydra overrides (the configuration
 # reference lists them); screenshots.py is a development aid documented on the TensorBoard page.
 HYDRA_SCRIPTS = {"train.py"}
-# The layers from the bottom up (tests/test_layers.py enforces the order): the layout page's order.
+# The layers from the bottom up (tests/project/test_layers.py enforces the order): the layout page's order.
 LAYERS = ["core", "data", "models", "inference", "export", "analysis", "runs", "training", "serve", "bench", "cli"]
 
 

@@ -93,7 +93,7 @@ def plugins_of_config(path: Path) -> set[str]:
 
 # conf/debug/tiny.yaml (what users get with debug=tiny), on one thread and without a bar, plus
 # the recipe the tests were written against: dropout on (so resuming must restore its random
-# state) and a schedule that needs no end point; tests/test_schedule.py covers the decays.
+# state) and a schedule that needs no end point; tests/training/test_schedule.py covers the decays.
 TINY = [
     "debug=tiny",
     "trainer.num_threads=1",
@@ -135,7 +135,7 @@ def train_command(*args: str) -> list[str]:
     return [sys.executable, str(TRAIN_SCRIPT), *args]
 
 
-# The two-process run that the resume tests of tests/test_launch.py and tests/test_two_nodes.py
+# The two-process run that the resume tests of tests/training/test_launch.py and tests/training/test_two_nodes.py
 # compare against: every step's loss logged, a checkpoint every third step, no validation on the way.
 TWO_PROCESS_RUN = [
     "trainer.processes=2",

@@ -2,7 +2,7 @@
 
 The schemas are the one home of every default: a ``conf/`` group file states only what its
 option changes (a model file its ``kind``, the Multi30k file its languages and splits), and
-``tests/test_compose.py`` refuses a group file that restates a default. Derived values
+``tests/project/test_compose.py`` refuses a group file that restates a default. Derived values
 (``d_k``, ``d_v``, ``d_attention``) are computed here once, in ``__post_init__``, and so are
 recorded in every checkpoint's config and in ``summary.json``.
 

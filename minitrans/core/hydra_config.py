@@ -93,7 +93,7 @@ def _reject_unknown_keys(given: dict, known: dict, prefix: str = "") -> None:
 # -- checking a command line before Hydra runs it -------------------------------------------
 # Hydra's own command-line parser (what @hydra.main parses sys.argv with) and the exception its
 # compose raises for a missing group option are all this check relies on beyond the public
-# compose API; tests/test_config.py pins both, so a Hydra upgrade that changes them fails there.
+# compose API; tests/core/test_config.py pins both, so a Hydra upgrade that changes them fails there.
 
 
 def parse_hydra_command_line(args: list[str]):

@@ -7,6 +7,6 @@ else: what a learner reads here is what trains. The one speed switch they show i
 sub-package ``models.fast`` makes a built notes model fast from outside (``make_fast``), keeping
 its modules and parameter names; ``build`` applies it unless ``model.implementation=notes`` and
 picks the loss the training step calls. Nothing here outside ``fast`` and ``build`` imports
-``models.fast`` (tests/test_layers.py). May import ``core`` and ``data.tokenizer`` (the special
+``models.fast`` (tests/project/test_layers.py). May import ``core`` and ``data.tokenizer`` (the special
 token ids); imported by ``inference``, ``runs``, ``training`` and above.
 """

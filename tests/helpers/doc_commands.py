@@ -1,7 +1,7 @@
 """The commands the README and the documentation pages give, as a reader would copy them: the
 lines of shell blocks (``$ `` lines of other blocks, continuation lines joined) and the inline
 ``python scripts/…`` spans of the prose, each cut into the repository's Python files it runs and
-their arguments. tests/test_docs.py checks that each parses; tests/test_doc_commands.py runs them."""
+their arguments. tests/docs/test_docs.py checks that each parses; tests/docs/test_doc_commands.py runs them."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ replaces, and why (each measure's gain is in docs/performance.md, "What each spe
 |                                  |                                             | tokens only                                                  |
 | ``loss.token_loss``              | ``loss.step_loss``                          | fewer passes over the (N, V) scores, in the logits' memory   |
 
-Every checkpoint loads into either model, and ``tests/test_fast_model.py`` holds the two equal
+Every checkpoint loads into either model, and ``tests/models/fast/test_fast_model.py`` holds the two equal
 (values, gradients, decoded strings). May import the notes model (``models``) and what it may
 import; imported only by ``models.build`` (and the tests of what is here).
 """
