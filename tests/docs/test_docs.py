@@ -498,11 +498,11 @@ def test_the_tutorial_notebook_executes(tmp_path):
         "nbclient", reason='the notebook runner is in the docs extra: pip install -e ".[docs]"'
     )
     notebook = nbformat.read(DOCS / "tutorial" / "attention_tour.ipynb", as_version=4)
-    # The lesson trains a Transformer 400 steps and the fixed-context RNN 300 (about a minute on
-    # 2 cores); whether every cell runs is the same question with 60 and 40.
+    # The lesson trains a Transformer 400 steps and two GRUs 1,000 each; whether every cell runs
+    # is the same question with 60 and 40.
     shorter = {
         '"trainer.max_steps=400", "trainer.eval_every=400"': '"trainer.max_steps=60", "trainer.eval_every=60"',
-        '"trainer.max_steps=300", "trainer.eval_every=300"': '"trainer.max_steps=40", "trainer.eval_every=40"',
+        '"trainer.max_steps=1000", "trainer.eval_every=1000"': '"trainer.max_steps=40", "trainer.eval_every=40"',
     }
     found = set()
     for cell in notebook.cells:
