@@ -7,7 +7,8 @@ mkdocs-jupyter copies those links as they are, so on the site they would name fi
 ``tutorial/`` that do not exist. Here they become the pages' addresses, and one that names no page
 is a warning (an error under ``mkdocs build --strict``), as a broken link of a Markdown page is.
 A link to the notebook itself (its download link) stays: mkdocs-jupyter copies the file beside
-the page, under the same name.
+the page, under the same name. The notebook's pictures (``../diagrams/masks.png``) are files of the
+site too, found and pointed at the same way, so one PNG serves Jupyter, the site and the pages.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import gen_reference  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.notebook_links")
 MARKDOWN_LINK = re.compile(r'href="(?!https?:|mailto:|#)([^"#]+\.(?:md|ipynb))(#[^"]*)?"')
+PICTURE_SOURCE = re.compile(r'(<img\b[^>]*\bsrc=")(?!https?:|data:|/)([^"]+)"')
 # A link and what it holds, or a picture outside any link
 LINK_OR_PICTURE = re.compile(r"<a\b[^>]*>.*?</a>|(<img\b[^>]*\bsrc=\"(?!data:)([^\"]+)\"[^>]*>)", re.S)
 
@@ -44,7 +46,23 @@ def linked_pictures(html: str) -> str:
     return LINK_OR_PICTURE.sub(link, html)
 
 
+def notebook_pictures(html: str, page, files) -> str:
+    """A notebook's pictures, given by their files as Jupyter opens them, at their site addresses."""
+
+    def to_file(match: re.Match) -> str:
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), match.group(2)))
+        target = files.get_file_from_path(path)
+        if target is None:
+            log.warning("%s shows %s, which is not a file of the site", page.file.src_uri, match.group(2))
+            return match.group(0)
+        return f'{match.group(1)}{target.url_relative_to(page.file)}"'
+
+    return PICTURE_SOURCE.sub(to_file, html)
+
+
 def on_page_content(html: str, page, files, **kwargs) -> str:
+    if page.file.src_uri.endswith(".ipynb"):
+        html = notebook_pictures(html, page, files)
     html = linked_pictures(html)
     if not page.file.src_uri.endswith(".ipynb"):
         return html

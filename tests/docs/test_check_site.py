@@ -114,6 +114,24 @@ def test_the_notebook_links_become_the_site_addresses_of_its_pages(caplog):
     assert hooks.on_page_content(html, page=markdown_page, files=files) == html  # mkdocs checks its own
 
 
+def test_the_notebook_pictures_become_the_site_addresses_of_their_files(caplog):
+    pytest.importorskip("mkdocs", reason='the site is built with the docs extra: pip install -e ".[docs]"')
+    import hooks
+    from mkdocs.structure.files import File, Files
+
+    notebook = File(
+        "tutorial/attention_tour.ipynb", "docs", "site", True, dest_uri="tutorial/attention_tour/index.html"
+    )
+    files = Files([notebook, File("diagrams/masks.png", "docs", "site", True)])
+    html = '<img alt="m" src="../diagrams/masks.png"/> <img src="../diagrams/gone.png"/> <img src="data:x"/>'
+    out = hooks.on_page_content(html, page=SimpleNamespace(file=notebook), files=files)
+    assert (
+        '<a href="../../diagrams/masks.png" title="full size"><img alt="m" src="../../diagrams/masks.png"/></a>' in out
+    )
+    assert 'src="../diagrams/gone.png"' in out and "gone.png, which is not a file of the site" in caplog.text
+    assert '<img src="data:x"/>' in out  # a picture inside the page stays, unlinked
+
+
 def test_the_api_pages_docstrings_lose_their_sphinx_roles_and_keep_their_lists():
     pytest.importorskip("griffe", reason='the site is built with the docs extra: pip install -e ".[docs]"')
     import griffe_docstrings
@@ -130,7 +148,7 @@ def test_the_api_pages_docstrings_lose_their_sphinx_roles_and_keep_their_lists()
 KATEX = "".join(f"<script src='../{script}'></script>" for script in check_site.MATH_SCRIPTS)
 
 
-def test_a_script_or_stylesheet_from_outside_the_site_is_found_and_an_outside_link_is_not(tmp_path):
+def test_an_outside_script_or_stylesheet_is_found_and_an_outside_link_is_not(tmp_path):
     cdn = "https://cdn.jsdelivr.net/npm/katex@0.16.4/dist"
     site = write_site(
         tmp_path,

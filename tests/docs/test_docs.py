@@ -115,7 +115,7 @@ def test_commands_are_found_in_console_blocks_and_across_lines():
         "```\n$ printf 'a\\n' | python scripts/translate.py runs/x --nbest 2 \\\n    --scores\nDie Katze.\n```\n"
         "```bash\ntorchrun --standalone scripts/train.py hydra.run.dir=runs/big   # a comment\n"
         "python scripts/train.py model.num_hedas=4\n# error: model.num_hedas: unknown key\n"
-        "pytest tests/test_serve_browser.py\n```\n"
+        "pytest tests/serve/test_serve_browser.py\n```\n"
     )
     commands = shell_commands(text)
     found = [(script, args, fails) for command, fails in commands for script, args in script_invocations(command)]
@@ -352,12 +352,16 @@ def test_the_notebook_writes_its_runs_outside_the_checkout():
     assert not re.search(r"[\"']runs/", code)
 
 
-def test_the_notebook_links_name_pages_that_exist_and_cites_the_readmes_bottleneck_figure():
+def test_the_notebook_links_name_pages_that_exist():
     text = "\n".join(notebook_cells("markdown"))
     links = re.findall(r"\]\(([^)#]+\.(?:md|ipynb))", text) + re.findall(r'href="([^"#]+)"', text)
     assert len(links) >= 5
     for link in links:
         assert (NOTEBOOK.parent / link).resolve().is_file(), link
+
+
+def test_the_notebook_cites_the_readmes_bottleneck_figure():
+    text = "\n".join(notebook_cells("markdown"))
     start, end = re.search(r"\((\d+) → (\d+) BLEU\)", readme()).groups()
     assert f"falls from {start} BLEU" in text and f"to {end} beyond 50" in text
 
@@ -397,7 +401,7 @@ TINY_RUN = [
     "trainer.eval_every=10",
     "trainer.eval_sentences=4",
     "trainer.num_threads=1",
-    "trainer.processes=1",  # a model this small: one process (tests/test_launch.py trains two)
+    "trainer.processes=1",  # a model this small: one process (tests/training/test_launch.py trains two)
     "trainer.progress=false",
 ]
 

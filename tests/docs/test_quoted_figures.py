@@ -71,7 +71,7 @@ def test_a_quote_split_over_two_lines_is_still_found(tmp_path):
     assert [problem.split(": quotes")[0] for problem in check(repo)] == ["README.md:2", "README.md:1"]
 
 
-def test_a_phrase_that_quotes_nothing_and_a_phrase_without_one_group_are_problems_of_the_record(tmp_path):
+def test_a_phrase_quoting_nothing_or_without_one_group_is_a_record_problem(tmp_path):
     repo = write_repo(tmp_path, {"README.md": "the 45-minute tutorial\n"})
     assert check(repo) == [
         "results.yaml: default_run.test_bleu: phrase 'test BLEU (\\\\d+\\\\.\\\\d+) chrF' quotes nothing on any page"
