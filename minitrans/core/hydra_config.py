@@ -34,6 +34,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from minitrans.core.checks import ConfigError, first_line
 from minitrans.core.config import MODEL_SCHEMAS, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
+from minitrans.core.hydra_sweep import swept_overrides
 from minitrans.core.run_folder import claim_new_folder, job_folder_name
 
 
@@ -53,10 +54,10 @@ def register_configs() -> None:
         OmegaConf.register_new_resolver("job_folder", job_folder)
     if not OmegaConf.has_resolver("swept_overrides"):  # a sweep job's name: the overrides of what the sweep varies
 
-        def swept_overrides(*, _root_: Any) -> str:
+        def sweep_job_name(*, _root_: Any) -> str:
             return swept_overrides(_root_.hydra)
 
-        OmegaConf.register_new_resolver("swept_overrides", swept_overrides)
+        OmegaConf.register_new_resolver("swept_overrides", sweep_job_name)
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     # Outside the model/data/trainer groups, so they are neither listed nor accepted as choices
