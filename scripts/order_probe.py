@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from minitrans.analysis.order_probe import RESULT, is_probe_result, oriented_sets, score_order_probe
 from minitrans.core.checks import cli_number
 from minitrans.core.config import DEVICES, MAX_SEED
 
@@ -38,7 +39,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def result_problem(path: Path, checkpoint: Path) -> str | None:
     """Why the probe's result must not be written to ``path`` (one line), or None: a file the
     probe did not write, or one no command may write over."""
-    from minitrans.analysis.order_probe import is_probe_result
     from minitrans.core.protected import output_problem
 
     if path.is_dir():
@@ -50,7 +50,6 @@ def result_problem(path: Path, checkpoint: Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from minitrans.analysis.order_probe import RESULT, oriented_sets, score_order_probe
     from minitrans.core.checkpoint import CheckpointError, CheckpointFolder
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.export.loading import load_translator

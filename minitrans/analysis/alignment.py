@@ -31,6 +31,7 @@ from minitrans.core.config import DataConfig
 from minitrans.core.sharing import ALONE, Share
 from minitrans.core.utils import eval_mode
 from minitrans.data.batching import collate
+from minitrans.data.generated import generate_aligned_corpus
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.models.interface import Seq2SeqModel
 
@@ -256,8 +257,6 @@ VALIDATION_SAMPLE = 100  # pairs of the validation split measured at each valida
 
 @functools.lru_cache(maxsize=4)
 def _gold_splits(num_valid: int, num_test: int, min_words: int, max_words: int, seed: int) -> dict[str, list]:
-    from minitrans.data.generated import generate_aligned_corpus
-
     return generate_aligned_corpus(0, num_valid, num_test, min_words, max_words, seed)
 
 

@@ -14,6 +14,10 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from minitrans.analysis.viz import attention_card
+from minitrans.core.textio import read_json
+from minitrans.inference.translator import sentence_tokens
+
 
 def row_entropy(weights: Tensor) -> Tensor:
     """-Σ w log w of each row, in nats (0 log 0 = 0): (..., Lq, Lk) -> (..., Lq)."""
@@ -97,8 +101,6 @@ def check_outputs(translator, out: Path | None, card: Path | None) -> None:
 
 
 def _is_ours(path: Path) -> bool:
-    from minitrans.core.textio import read_json
-
     try:
         found = read_json(path)
     except (OSError, ValueError):
@@ -109,9 +111,6 @@ def _is_ours(path: Path) -> bool:
 def future_card(translator, src_ids: list[int], tgt_ids: list[int], title: str):
     """The decoder self-attention head with the most weight on later positions, for one pair
     teacher-forced, as an attention card (rows: decoder inputs; columns: the same positions)."""
-    from minitrans.analysis.viz import attention_card
-    from minitrans.inference.translator import sentence_tokens
-
     layers = translator.attention_maps(src_ids, tgt_ids)["dec_self"]  # [(H, T, T)]
     share, layer, head = max((future_share(w[h][None]), n, h) for n, w in enumerate(layers) for h in range(len(w)))
     _, tgt_in_tokens, _ = sentence_tokens(translator.tokenizer, src_ids, tgt_ids)

@@ -17,6 +17,11 @@ import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+try:
+    from noto_cjk_sans_otc import FONT_PATH
+except ImportError:  # a damaged or trimmed install: the system's CJK fonts, if any
+    FONT_PATH = None
+
 log = logging.getLogger(__name__)
 
 BASE_FAMILY = "DejaVu Sans"  # matplotlib's own font: Latin, Greek, Cyrillic, Arabic, Hebrew
@@ -38,9 +43,7 @@ _warned: set[str] = set()
 
 def shipped_cjk_font() -> Path | None:
     """The file of Noto Sans CJK from the ``noto-cjk-sans-otc`` package (None without it)."""
-    try:
-        from noto_cjk_sans_otc import FONT_PATH
-    except ImportError:
+    if FONT_PATH is None:
         return None
     path = Path(FONT_PATH)
     return path if path.is_file() else None

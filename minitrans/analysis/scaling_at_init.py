@@ -32,6 +32,9 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor
 
+from minitrans.core.config import TransformerConfig
+from minitrans.models.transformer import Transformer
+
 D_KS = (4, 8, 16, 32, 64, 128, 256, 512)
 D_MODELS = (64, 128, 256)
 HEADS = (1, 2, 4, 8)
@@ -82,9 +85,6 @@ def unit_variance_qkv(d_k: int, batch: int, heads: int, length: int, generator: 
 def model_qkv(d_k: int, batch: int, length: int, seed: int, vocab: int = 1000, d_model: int = 128, num_heads: int = 4):
     """q, k, v (B, H, L, Dk) of the first encoder layer of a freshly initialised Transformer of
     width ``d_model`` with ``num_heads`` heads of ``d_k``, fed random (non-padding) tokens."""
-    from minitrans.core.config import TransformerConfig
-    from minitrans.models.transformer import Transformer
-
     torch.manual_seed(seed)
     cfg = TransformerConfig(d_model=d_model, num_heads=num_heads, d_k=d_k, dropout=0.0)
     model = Transformer(cfg, vocab, vocab, pad_id=0).eval()

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitrans.data.batching import TokenBatchSampler, collate, padding_fraction
+from minitrans.data.tokenizer import Tokenizer
+
 
 def multi30k_ids(vocab_size: int, cache_dir: str | None) -> tuple[list, list, str, int]:
     from minitrans.data.multi30k import load_multi30k
-    from minitrans.data.tokenizer import Tokenizer
 
     train = load_multi30k(splits="train")["train"]
     tokenizer = Tokenizer.train(train["src"], train["tgt"], vocab_size, cache_dir=cache_dir)
@@ -37,8 +39,6 @@ def one_side_padding(batches: list[list[int]], lengths) -> float:
 
 def load_batches(data: str, vocab_size: int, batch_tokens: int, count: int, cache_dir: str | None, seed: int = 0):
     """``count`` batches of one shuffled epoch, and the figures of that whole epoch."""
-    from minitrans.data.batching import TokenBatchSampler, collate, padding_fraction
-
     if data == "auto":
         from minitrans.data.multi30k import DEFAULT_ROOT
 

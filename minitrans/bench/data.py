@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from minitrans.data.generated import generate_corpus
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -40,7 +42,6 @@ def source_pairs(source: Path | None) -> tuple[list[str], list[str], str]:
         if all(p.is_file() for p in paths):
             src, tgt = (gzip.decompress(p.read_bytes()).decode().split("\n")[:-1] for p in paths)
             return src, tgt, f"Multi30k train.en/train.fr from {folder}"
-    from minitrans.data.generated import generate_corpus
 
     pairs = generate_corpus(num_train=30000, num_valid=1, num_test=1, seed=7)["train"]
     return [en for en, _ in pairs], [de for _, de in pairs], "the embedded grammar (no Multi30k found)"

@@ -31,9 +31,13 @@ from pathlib import Path
 
 import torch
 
+from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.checks import cli_number
 from minitrans.core.decoding_options import BEAM_RANGE, DecodingOptions
+from minitrans.core.metrics import corpus_scores
 from minitrans.data.corpus import load_run_split
+from minitrans.export.ct2_export import export_ctranslate2
+from minitrans.export.ct2_translator import Ct2Translator
 from minitrans.export.loading import load_torch_translator
 from minitrans.inference.translator import Translator
 
@@ -134,10 +138,6 @@ def benchmark_engines(
          "results": [{"threads", "beam", "engine", "sents_per_s", "seconds", "cpu_seconds",
                       "sents_per_cpu_s", "bleu", "differing_sentences"}, ...]}
     """
-    from minitrans.core.metrics import corpus_scores
-    from minitrans.export.ct2_export import export_ctranslate2
-    from minitrans.export.ct2_translator import Ct2Translator
-
     unknown = [name for name in engines if name not in ENGINES]
     if unknown:
         raise ValueError(f"unknown engine {unknown[0]!r}; choose from {', '.join(ENGINES)}")
@@ -245,7 +245,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, mps or auto")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = parser.parse_args(argv)
-    from minitrans.core.checkpoint import CheckpointError
 
     if args.engines is not None:
         try:

@@ -4,6 +4,7 @@ the machine's matmul rate, its name, and the process's peak resident memory."""
 from __future__ import annotations
 
 import math
+import platform
 import resource
 import sys
 import time
@@ -97,7 +98,6 @@ def device_name(device: torch.device) -> str:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    import platform
 
     return platform.processor() or platform.machine() or "cpu"
 

@@ -34,6 +34,7 @@ Figures:
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -63,6 +64,7 @@ from minitrans.bench.steps import (
 )
 from minitrans.core.checks import cli_number
 from minitrans.core.config import MAX_VOCAB, PRECISIONS, TransformerConfig
+from minitrans.core.utils import pick_device
 from minitrans.data.tokenizer import PAD_ID
 from minitrans.training.step import autocast_dtype_for
 
@@ -168,8 +170,6 @@ def run_benchmark(
     precision: str = "auto",
 ) -> dict:
     """Every figure of the benchmark, as a JSON-ready dict."""
-    from minitrans.core.utils import pick_device
-
     if threads:
         torch.set_num_threads(threads)
     device = pick_device(device)
@@ -286,8 +286,6 @@ def format_report(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    import argparse
-
     sizes = ", ".join(
         f"{name} (d_model {s.d_model}, {s.num_encoder_layers}+{s.num_decoder_layers} layers)"
         for name, s in SIZES.items()

@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from minitrans.core.checkpoint import CheckpointError, CheckpointFolder, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, fill_run_decoding
 from minitrans.core.metrics import (
@@ -51,8 +53,6 @@ def translate_with_progress(
     """Translate in chunks of :data:`PROGRESS_CHUNK` sentences, counting them on a tqdm bar
     (on stderr; none for a single chunk): a long split shows it is moving. Returns the
     translations and, by position in ``sources``, the note of each source cut to fit the model."""
-    from tqdm.auto import tqdm
-
     hypotheses: list[str] = []
     cut: dict[int, str] = {}
     with tqdm(

@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+import datasets
+
 from minitrans.analysis.alignment import gold_for_pairs, measure_alignment
 from minitrans.analysis.head_roles import ROLE_THRESHOLDS, measure_self_attention_roles, name_roles, subject_probe
 from minitrans.analysis.heads import ablate_heads, all_heads, head_label, heads_heatmap
@@ -64,8 +66,6 @@ def alignment_report(translator, data, split: str, sources, references, src_ids,
 
 
 def ablation_report(translator, sources, references, src_ids, tgt_ids, args, out: Path) -> None:
-    import datasets
-
     if not all_heads(translator.model):
         print("ablation: this model has no attention heads to mask")
         return None

@@ -8,8 +8,8 @@ locked before Hydra writes into it) and, under torchrun, agree on one folder for
 (:func:`torchrun_overrides`). Inside Hydra's job: :func:`train_job` starts the training
 processes (:mod:`minitrans.training.launch`) or trains here, and prints the run's summary line
 only when this run has just written it; a sweep's failed job lets the sweep go on
-(:func:`sweep_job_failed`). Nothing here imports torch or Hydra at import time: a command line
-refused before training is refused in a second.
+(:func:`sweep_job_failed`). Nothing here imports torch at import time: a command line refused
+before training is refused without loading it.
 
 It lives here rather than in the script because every launcher must be able to import it by
 name: :func:`minitrans.training.launch.spawn` pickles :func:`run_job` and its :class:`Job` for
@@ -20,6 +20,8 @@ script could be found again.
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import logging
 import os
 import sys
@@ -27,6 +29,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from minitrans.core.checks import ConfigError
+from minitrans.core.hydra_config import named_run_dir
+from minitrans.core.hydra_sweep import TrialFailed
+from minitrans.core.memory import ALLOCATOR_LIBRARIES, allocator_library
+from minitrans.core.run_folder import RunLock, check_run_dir, claim_new_folder, hand_down
+from minitrans.training.state import TrainingError, TrainingStopped
 
 if TYPE_CHECKING:
     from minitrans.core.config import TrainConfig
@@ -61,8 +70,6 @@ def run_job(cfg: TrainConfig, job: Job) -> int:
     import datasets
 
     from minitrans.core.checkpoint import CheckpointError
-    from minitrans.core.checks import ConfigError
-    from minitrans.training.state import TrainingError, TrainingStopped
     from minitrans.training.trainer import train
 
     datasets.disable_progress_bars()  # tqdm shows training progress; corpus preparation stays quiet
@@ -89,8 +96,6 @@ def run_job(cfg: TrainConfig, job: Job) -> int:
 def os_error_line(error: OSError, out_dir: str, cache_dir: str | None) -> str:
     """One line for an OSError that ended a run: the file it names, or else (a write names no
     file) where it may have happened; a full disk says how much room each place has left."""
-    import errno
-
     from minitrans.core.utils import disk_space
 
     reason = error.strerror or str(error)
@@ -119,8 +124,6 @@ def train_job(
     beside others (Hydra's joblib launcher); ``logging_config``: rank 0's logging (Hydra's
     ``job_logging``, resolved). Exits (SystemExit) with the job's code when it failed, was
     refused or stopped, unless the sweep goes on without it."""
-    from minitrans.core.checks import ConfigError
-    from minitrans.core.memory import ALLOCATOR_LIBRARIES, allocator_library
     from minitrans.runs.summary import RunSummary, summary_line, warmup_note
     from minitrans.training import launch
     from minitrans.training.setup import training_device
@@ -185,8 +188,6 @@ SHOWN_SETTINGS = 4  # differing settings a refusal names one by one
 
 def flat_settings(value: Any, prefix: str = "") -> dict[str, Any]:
     """A configuration (dataclasses, dicts) as ``{"trainer.max_steps": 60, ...}``."""
-    import dataclasses
-
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
     if not isinstance(value, dict):
@@ -235,8 +236,6 @@ def sweep_job_failed(job: Job, code: int, is_search: bool) -> None:
     """A sweep job refused (``code`` 2) or failed (1) with its error line: the rest of a grid
     sweep goes on; in an Optuna search it is a failed trial, raised so that the sweeper counts it
     against ``hydra.sweeper.max_failure_rate`` (a result of None would count, but never stop it)."""
-    from minitrans.core.hydra_sweep import TrialFailed
-
     name = os.path.basename(job.out_dir)
     if is_search:
         raise TrialFailed(f"trial {name} {'was refused' if code == 2 else 'failed'}; its error line is above")
@@ -286,9 +285,6 @@ def hold_run_dir_argument(args: list[str]) -> str | None:
     as the first one wrote it. The training processes a run starts inherit the lock; a folder
     Hydra must resolve (``${...}``) is locked by the trainer (a sweep's: each job's, only)."""
     global _run_dir_lock
-    from minitrans.core.checks import ConfigError
-    from minitrans.core.hydra_config import named_run_dir
-    from minitrans.core.run_folder import RunLock, check_run_dir, hand_down
 
     named = named_run_dir(args)  # every spelling Hydra takes: ++hydra.run.dir=X, 'hydra.run.dir="X"', ...
     if named is None:
@@ -311,8 +307,6 @@ def torchrun_overrides(args: list[str]) -> list[str]:
     and only rank 0 writes Hydra's files and logs. Nothing to add for a lone process."""
     if int(os.environ.get("WORLD_SIZE", 1)) <= 1:
         return []
-    from minitrans.core.hydra_config import named_run_dir
-    from minitrans.core.run_folder import claim_new_folder
     from minitrans.training import distributed
 
     info = distributed.init()

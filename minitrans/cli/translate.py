@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from minitrans.core.checkpoint import CheckpointError, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, fill_run_decoding
 from minitrans.core.protected import output_problem
@@ -31,7 +33,9 @@ from minitrans.core.textio import InputError, numbered_path, read_sentences
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.export.loading import load_translator
 from minitrans.inference.base import BaseTranslator
+from minitrans.inference.coverage import language_name
 from minitrans.inference.lines import LineResult, score_lines, translate_lines
+from minitrans.inference.model_card import model_card
 from minitrans.inference.translator import require_model
 
 SUMMARY_LINES = 10  # more input lines than this: warnings summarised, not repeated line by line
@@ -94,7 +98,6 @@ def interactive(
         import readline  # noqa: F401  (line editing and history for input(), where the platform has it)
     except ImportError:
         pass
-    from minitrans.inference.coverage import language_name
 
     if args.attention:
         require_model(translator, "drawing attention maps")
@@ -129,8 +132,6 @@ def translate_with_progress(
 ) -> list[LineResult]:
     """:func:`translate_lines` in chunks of :data:`PROGRESS_CHUNK` lines, counted on one tqdm
     bar on stderr (tqdm hides it when stderr is not a terminal, and for a single chunk)."""
-    from tqdm.auto import tqdm
-
     results = []
     with tqdm(
         total=len(sentences), unit="line", desc="translate", disable=None if len(sentences) > PROGRESS_CHUNK else True
@@ -302,8 +303,6 @@ def run(args: argparse.Namespace, draw: Draw | None = None) -> int:
         if args.keep_case:
             translator.keep_case()
         if args.info:
-            from minitrans.inference.model_card import model_card
-
             print(model_card(translator, args.checkpoint))
             return 0
         if sentences is None:

@@ -8,6 +8,7 @@ anything else loads.
 
 from __future__ import annotations
 
+import argparse
 import math
 
 
@@ -62,7 +63,6 @@ def range_problem(
 def cli_number(kind: type, low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = False):
     """An argparse ``type=`` that parses an int or float and refuses it outside the interval
     (argparse then prints the flag, the range, and exits with status 2)."""
-    import argparse
 
     def parse(text: str):
         try:

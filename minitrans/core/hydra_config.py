@@ -13,44 +13,51 @@ and Hydra offers no supported way to hand a composed config to ``hydra.main``.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import difflib
+import io
 import os
 import re
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from hydra import compose, initialize_config_dir
+from hydra._internal.utils import get_args_parser
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import OverrideType
+from hydra.errors import MissingConfigException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
 from minitrans.core.checks import ConfigError, first_line
 from minitrans.core.config import MODEL_SCHEMAS, DataConfig, RNNConfig, TrainConfig, TrainerConfig, TransformerConfig
+from minitrans.core.hydra_sweep import swept_overrides
+from minitrans.core.run_folder import claim_new_folder, job_folder_name
 
 
 def register_configs() -> None:
     """Register the schemas with Hydra's ConfigStore; YAML files extend them by name."""
-    from hydra.core.config_store import ConfigStore
-    from omegaconf import OmegaConf
-
     if not OmegaConf.has_resolver("new_folder"):  # conf/hydra/default.yaml names new run folders with it
 
         def new_folder(base: str) -> str:
-            from minitrans.core.run_folder import claim_new_folder
-
             return claim_new_folder(base)
 
         OmegaConf.register_new_resolver("new_folder", new_folder)
     if not OmegaConf.has_resolver("job_folder"):  # a sweep job's folder name, made safe for the filesystem
 
         def job_folder(name: str) -> str:
-            from minitrans.core.run_folder import job_folder_name
-
             return job_folder_name(name)
 
         OmegaConf.register_new_resolver("job_folder", job_folder)
     if not OmegaConf.has_resolver("swept_overrides"):  # a sweep job's name: the overrides of what the sweep varies
 
-        def swept_overrides(*, _root_: Any) -> str:
-            from minitrans.core.hydra_sweep import swept_overrides
-
+        def sweep_job_name(*, _root_: Any) -> str:
             return swept_overrides(_root_.hydra)
 
-        OmegaConf.register_new_resolver("swept_overrides", swept_overrides)
+        OmegaConf.register_new_resolver("swept_overrides", sweep_job_name)
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     # Outside the model/data/trainer groups, so they are neither listed nor accepted as choices
@@ -63,8 +70,6 @@ def register_configs() -> None:
 
 def to_dataclass(cfg: Any) -> TrainConfig:
     """A composed ``DictConfig`` -> a validated :class:`TrainConfig` (raises ConfigError)."""
-    from omegaconf import OmegaConf
-
     train_cfg = OmegaConf.to_object(cfg)
     _reject_unknown_keys(
         OmegaConf.to_container(cfg, resolve=False), asdict(train_cfg) | {"model": _as_dict(train_cfg.model)}
@@ -99,11 +104,6 @@ def _reject_unknown_keys(given: dict, known: dict, prefix: str = "") -> None:
 def parse_hydra_command_line(args: list[str]):
     """``args`` as ``@hydra.main`` reads them (overrides, --config-name, --config-dir, -m ...);
     None when Hydra's parser refuses them (Hydra then says why in its own words)."""
-    import contextlib
-    import io
-
-    from hydra._internal.utils import get_args_parser
-
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             return get_args_parser().parse_args(args)
@@ -118,9 +118,6 @@ def named_run_dir(args: list[str], key: str | None = None) -> tuple[str, str] | 
     ``hydra.run.dir="X"`` (the folder ``X``), ``hydra.run={dir:X}``, ``hydra={run:{dir:X}}``;
     the last one wins, as in Hydra. A spelling Hydra refuses (``+hydra.run.dir=X``: the key
     exists) names nothing: Hydra says why, before it writes anything."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.core.override_parser.types import OverrideType
-
     parsed = parse_hydra_command_line(args)
     if parsed is None:
         return None
@@ -154,11 +151,6 @@ def named_run_dir(args: list[str], key: str | None = None) -> tuple[str, str] | 
 
 def _explain(error: BaseException, key: str | None) -> str:
     """One line naming the key and the problem, from Hydra's / OmegaConf's exception chain."""
-    import dataclasses
-    import difflib
-
-    from omegaconf.errors import OmegaConfBaseException
-
     cause = error
     while (cause.__cause__ or cause.__context__) is not None and not isinstance(cause, OmegaConfBaseException):
         cause = cause.__cause__ or cause.__context__
@@ -182,10 +174,6 @@ def _explain(error: BaseException, key: str | None) -> str:
 
 def _compose(config_dir: str, config_name: str, plain: list[str], search_path: list[str]):
     """The configuration ``plain`` overrides compose to, or a one-line description of why not."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import MissingConfigException
-
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
@@ -211,8 +199,6 @@ def check_command_line(args: list[str], config_dir: str, config_name: str = "tra
     ``--config-dir`` / ``--config-name`` are honoured. In a sweep (``-m``) every value of each
     swept key is composed (beside the first values of the others) for keys and types only, and
     a problem names its job's value: an impossible combination is refused later, by its own job."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     register_configs()
     parsed_args = parse_hydra_command_line(args)
     if parsed_args is None:

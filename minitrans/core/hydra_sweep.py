@@ -28,15 +28,20 @@ and ``compare.py`` prints it for the sweep folder.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any
+
+import yaml
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import CompactHydraException
+from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
 
 MULTIRUN_FILE = "multirun.yaml"  # the sweep's own configuration, as Hydra's basic sweeper saves it
 
 
 def _parse(overrides: list[str]) -> list:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     return OverridesParser.create().parse_overrides(overrides=[str(o) for o in overrides])
 
 
@@ -55,7 +60,6 @@ def sweep_command_line(sweep_dir: str | Path) -> list[str] | None:
     path = Path(sweep_dir) / MULTIRUN_FILE
     if not path.is_file():
         return None
-    from omegaconf import OmegaConf
 
     try:
         saved = OmegaConf.load(path)
@@ -68,8 +72,6 @@ def swept_overrides(hydra: Any) -> str:
     """This job's overrides of the keys its sweep varies, written as Hydra writes
     ``override_dirname`` (sorted, with its ``kv_sep`` and ``item_sep``); Hydra's own
     ``override_dirname`` when nothing is known to vary. ``hydra`` is the job's ``hydra`` node."""
-    from omegaconf import OmegaConf
-
     select = lambda key, default=None: OmegaConf.select(hydra, key, default=default, throw_on_missing=False)
     fallback = str(select("job.override_dirname", ""))
     job_overrides = select("overrides.task")
@@ -90,8 +92,6 @@ OPTUNA_RESULTS = "optimization_results.yaml"  # what Hydra's Optuna sweeper writ
 
 def job_overrides(folder: str | Path) -> list[str] | None:
     """The command-line overrides a run was started with (Hydra's ``.hydra/overrides.yaml``)."""
-    import yaml
-
     try:
         overrides = yaml.safe_load((Path(folder) / ".hydra" / "overrides.yaml").read_text(encoding="utf-8"))
     except (OSError, ValueError, yaml.YAMLError):
@@ -101,16 +101,12 @@ def job_overrides(folder: str | Path) -> list[str] | None:
 
 def train_command(overrides: list[str]) -> str:
     """One ``python scripts/train.py …`` line, each override quoted for the shell where it must be."""
-    import shlex
-
     return " ".join(["python", "scripts/train.py", *map(shlex.quote, overrides)])
 
 
 def best_trial_folder(sweep_dir: str | Path) -> Path | None:
     """The job folder of the best trial of the Optuna search in ``sweep_dir``: the one whose
     overrides hold the ``best_params`` of its ``optimization_results.yaml``; None without one."""
-    import yaml
-
     sweep_dir = Path(sweep_dir)
     try:
         results = yaml.safe_load((sweep_dir / OPTUNA_RESULTS).read_text(encoding="utf-8"))
@@ -121,35 +117,17 @@ def best_trial_folder(sweep_dir: str | Path) -> Path | None:
     return next((job for job in jobs if best and best <= set(job_overrides(job) or ())), None)
 
 
-def _compact_error_base() -> type:
-    try:
-        from hydra.errors import CompactHydraException
-    except ImportError:  # pragma: no cover - a Hydra without it
-        return Exception
-    return CompactHydraException
-
-
-class TrialFailed(_compact_error_base()):
+class TrialFailed(CompactHydraException):
     """A search trial refused or failed, its error line written: raised from the job, so that
     Hydra's Optuna sweeper counts a failed trial (``hydra.sweeper.max_failure_rate``) instead of
     reading a result, and, when too many fail, Hydra prints this one line, not a traceback."""
 
 
-def _callback_base() -> type:
-    try:
-        from hydra.experimental.callback import Callback
-    except ImportError:  # pragma: no cover - Hydra without callbacks
-        return object
-    return Callback
-
-
-class BestTrialCommand(_callback_base()):
+class BestTrialCommand(Callback):
     """A Hydra callback (``hydra.callbacks``) that prints, when a sweep ends, the command line of
     its best trial, if the sweep was an Optuna search."""
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        from omegaconf import OmegaConf
-
         sweep_dir = OmegaConf.select(config, "hydra.sweep.dir")
         job = best_trial_folder(sweep_dir) if sweep_dir else None
         if job is not None and (overrides := job_overrides(job)) is not None:

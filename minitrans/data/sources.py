@@ -24,6 +24,17 @@ import datasets
 from minitrans.core.checks import ConfigError
 from minitrans.core.config import DataConfig
 from minitrans.data.digest import files_digest
+from minitrans.data.generated import generate_corpus
+from minitrans.data.hf import load_hf
+from minitrans.data.multi30k import DEFAULT_ROOT, prepare_hint
+from minitrans.data.parallel import (
+    available_splits,
+    corpus_files,
+    half_splits,
+    load_parallel,
+    missing_pair_message,
+    split_paths,
+)
 
 VALID_ALIASES = ("valid", "validation", "val", "dev")  # tried in order when data.valid_split is absent
 TEST_ALIASES = ("test",)
@@ -60,8 +71,6 @@ def corpus_source(cfg: DataConfig) -> CorpusSource:
     if cfg.name == "hf":
         return HfSource(cfg)
     if cfg.name == "multi30k":
-        from minitrans.data.multi30k import DEFAULT_ROOT, prepare_hint
-
         root = Path(cfg.root).expanduser() if cfg.root else DEFAULT_ROOT
         return ParallelSource(cfg, root, prepare_hint(root))
     return ParallelSource(cfg, Path(cfg.root).expanduser())
@@ -145,8 +154,6 @@ class GeneratedSource:
     def load(self, splits: list[str]) -> datasets.DatasetDict:
         """The embedded corpus, regenerated from its seed and sizes (the training split, the
         slowest to draw, only when asked for: the other splits do not depend on it)."""
-        from minitrans.data.generated import generate_corpus
-
         cfg = self.cfg
         if (cfg.src_lang, cfg.tgt_lang) not in (("en", "de"), ("de", "en")):
             raise ConfigError(
@@ -209,8 +216,6 @@ class ParallelSource:
         return str(self.root)
 
     def available(self) -> list[str]:
-        from minitrans.data.parallel import available_splits, corpus_files, missing_pair_message
-
         cfg = self.cfg
         try:
             files = corpus_files(self.root, self.hint, cfg.src_lang, cfg.tgt_lang)
@@ -225,13 +230,9 @@ class ParallelSource:
         return available_splits(self.root, cfg.src_lang, cfg.tgt_lang)
 
     def halves(self) -> dict[str, tuple[Path, str]]:
-        from minitrans.data.parallel import half_splits
-
         return half_splits(self.root, self.cfg.src_lang, self.cfg.tgt_lang)
 
     def identity(self, splits: list[str]) -> list:
-        from minitrans.data.parallel import split_paths
-
         root = self.root.resolve()
         paths = [
             path for split in sorted(splits) for path in split_paths(root, self.cfg.src_lang, self.cfg.tgt_lang, split)
@@ -242,8 +243,6 @@ class ParallelSource:
         return self.identity(splits)
 
     def load(self, splits: list[str]) -> datasets.DatasetDict:
-        from minitrans.data.parallel import load_parallel
-
         try:
             return load_parallel(self.root, self.cfg.src_lang, self.cfg.tgt_lang, splits, hint=self.hint)
         except (FileNotFoundError, ValueError) as error:
@@ -270,8 +269,6 @@ class HfSource:
 
     def _load_all(self) -> tuple[datasets.DatasetDict, list[str]]:
         if self._loaded is None:
-            from minitrans.data.hf import load_hf
-
             cfg, content = self.cfg, self._local_digest()
             if content is not None:  # datasets keys its conversion of local files by their times: key it by content
                 cfg = replace(cfg, cache_dir=str(self._conversion_cache(content)))

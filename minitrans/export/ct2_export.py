@@ -50,9 +50,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from minitrans.core.checkpoint import resolve_checkpoint
 from minitrans.core.textio import read_json
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.export.ct2_translator import METADATA, import_ctranslate2
+from minitrans.export.loading import load_torch_translator
 from minitrans.models.attention import MultiHeadAttention
 from minitrans.models.transformer import Transformer
 
@@ -238,9 +240,6 @@ def export_ctranslate2(
     """
     ctranslate2 = import_ctranslate2()
     from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
-
-    from minitrans.core.checkpoint import resolve_checkpoint
-    from minitrans.export.loading import load_torch_translator
 
     if quantization is not None and quantization not in ACCEPTED_MODEL_TYPES:
         raise ExportError(f"unknown quantization {quantization!r}; choose one of {', '.join(ACCEPTED_MODEL_TYPES)}")

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from safetensors.torch import save_file
+
 from minitrans.core.checkpoint import resolve_checkpoint
 from minitrans.export.ct2_export import (
     ExportError,
@@ -43,8 +45,6 @@ def export_hf(
     """Write a run folder's (or ``.pt`` checkpoint's) model as a shareable folder; returns the
     folder and the loaded translator. An existing ``out_dir`` is replaced only with ``force``,
     and only when it is empty or an earlier export."""
-    from safetensors.torch import save_file
-
     checkpoint = resolve_checkpoint(checkpoint)
     out_dir = check_replaceable(out_dir, force, keep=checkpoint)
     translator = load_torch_translator(checkpoint, "cpu")

@@ -14,12 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
 
 from minitrans.core.checkpoint import CheckpointError
+from minitrans.core.saved_config import model_from_dict
 from minitrans.core.textio import check_regular_file, read_json
+from minitrans.core.utils import pick_device
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.translator import Translator
+from minitrans.models.build import build_model_for_weights
 from minitrans.models.interface import Seq2SeqModel
 
 HF_FORMAT = "minitrans-hf"  # config.json's "format": marks a folder this module wrote
@@ -69,12 +74,6 @@ def _object(values: object, key: str, where: str) -> dict:
 def read_hf_folder(path: str | Path) -> HfFolder:
     """The model of a folder ``export_hf`` wrote: weights through safetensors, the rest from JSON
     and SentencePiece files (no pickle is read). Raises CheckpointError."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    from minitrans.core.saved_config import model_from_dict
-    from minitrans.models.build import build_model_for_weights
-
     path = hf_folder(path)
     if not is_hf_export(path):
         raise CheckpointError(f"{path} is not a folder written by export.py --to hf (no {CONFIG} of {HF_FORMAT})")
@@ -99,8 +98,6 @@ def read_hf_folder(path: str | Path) -> HfFolder:
 
 def load_hf_folder(path: str | Path, device: str | torch.device = "auto") -> Translator:
     """The PyTorch translator of a shareable folder, read without pickle; raises CheckpointError."""
-    from minitrans.core.utils import pick_device
-
     device = pick_device(device) if isinstance(device, str) else device
     folder = read_hf_folder(path)
     model = folder.model.to(device).eval()

@@ -10,6 +10,8 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+
 from minitrans.core.checkpoint import CheckpointFolder
 from minitrans.core.languages import language_name
 from minitrans.export.ct2_export import shareable_path
@@ -25,10 +27,8 @@ def training_command(checkpoint: Path) -> str | None:
     line (RUN/.hydra/overrides.yaml), or None when the run has none."""
     path = CheckpointFolder.run_folder_of(checkpoint) / ".hydra" / "overrides.yaml"
     try:
-        import yaml
-
         overrides = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError, yaml.YAMLError):
         return None
     if not isinstance(overrides, list):
         return None

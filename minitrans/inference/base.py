@@ -34,7 +34,7 @@ from minitrans.core.decoding_options import DecodingOptions
 from minitrans.core.saved_config import config_from_dict
 from minitrans.core.textio import one_line
 from minitrans.data.tokenizer import Tokenizer
-from minitrans.inference.coverage import TrainingRecord
+from minitrans.inference.coverage import TrainingRecord, rebuild_record
 from minitrans.inference.decoding import GREEDY, Hypothesis, best_ids
 
 # a model that trained without the decoder's causal mask read each target word while learning
@@ -150,8 +150,6 @@ class BaseTranslator(ABC):
         written before records existed, rebuilt from the run's configuration where that is
         possible offline (the embedded corpus), else None: coverage unknown."""
         if self._record is None and self.run_config is not None:
-            from minitrans.inference.coverage import rebuild_record
-
             return rebuild_record(self.run_config.data)
         return self._record
 

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from minitrans.core.languages import language_name  # re-exported: callers import it from here
 from minitrans.data.tokenizer import model_text
 
@@ -213,7 +215,6 @@ class TrainingRecord:
         recorded = (self.data_digests or {}).get(split)
         if recorded is None:
             return None
-        import pyarrow as pa
 
         from minitrans.data.digest import pairs_digest
 

@@ -23,6 +23,8 @@ import functools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+from sentence_splitter import SentenceSplitter, SentenceSplitterException
+
 from minitrans.core.decoding_options import DecodingOptions
 from minitrans.inference.base import GREEDY, BaseTranslator, Translation
 from minitrans.inference.coverage import Notice
@@ -78,8 +80,6 @@ class LineResult:
 
 @functools.lru_cache(maxsize=8)
 def _splitter(language: str):
-    from sentence_splitter import SentenceSplitter, SentenceSplitterException
-
     try:
         return SentenceSplitter(language=language)
     except SentenceSplitterException:  # no list of non-breaking prefixes for it: English rules

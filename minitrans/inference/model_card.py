@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from minitrans.core.textio import read_json
+from minitrans.data.generated import coverage_summary, example_pairs
 from minitrans.inference.base import BaseTranslator
 from minitrans.inference.coverage import language_name
 from minitrans.models.interface import count_parameters
@@ -100,8 +101,6 @@ def model_card(translator: BaseTranslator, location: str | Path | None = None) -
     else:
         lines.append("test BLEU:  unknown (no summary.json beside this checkpoint)")
     if corpus == "generated":
-        from minitrans.data.generated import coverage_summary, example_pairs
-
         lines += ["", "What it knows — only what the grammar generates:", coverage_summary(), "", "Examples:"]
         for en, de in example_pairs():
             source, target = (en, de) if src == "en" else (de, en)

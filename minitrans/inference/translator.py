@@ -24,13 +24,15 @@ import torch.nn.functional as F
 from minitrans.core.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from minitrans.core.checks import first_line
 from minitrans.core.decoding_options import DecodingOptions
-from minitrans.core.utils import eval_mode
+from minitrans.core.saved_config import model_from_dict
+from minitrans.core.utils import eval_mode, pick_device
 from minitrans.data.batching import collate
 from minitrans.data.tokenizer import PAD_ID, Tokenizer
 from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import Hypothesis, search
 from minitrans.inference.scoring import ForcedScore, force_decode
+from minitrans.models.build import build_model_for_weights
 from minitrans.models.interface import AttentionMaps, Seq2SeqModel
 
 
@@ -87,10 +89,6 @@ class Translator(BaseTranslator):
         """Load a ``.pt`` file or a run folder; any unusable checkpoint raises CheckpointError.
         (Every other format a path may hold is told apart in one place:
         :func:`minitrans.export.loading.load_translator`.)"""
-        from minitrans.core.saved_config import model_from_dict
-        from minitrans.core.utils import pick_device
-        from minitrans.models.build import build_model_for_weights
-
         device = pick_device(device) if isinstance(device, str) else device
         path = resolve_checkpoint(path)
         payload = load_checkpoint(path)

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minitrans.core.hydra_sweep import OPTUNA_RESULTS, best_trial_folder, job_overrides, train_command
+from minitrans.core.metrics import bleu_tokenizer
+from minitrans.data.corpus import load_run_split
 from minitrans.runs.compare_curves import plot_learning_curves
 from minitrans.runs.compare_plots import (
     heads_dk_grid,
@@ -81,8 +83,6 @@ def best_trial(sweep: Path, runs: Sequence[Run]) -> tuple[Run, str] | None:
 def _references(data: str, split: str) -> tuple[tuple[str, ...], str]:
     """A split's references and name for a run's ``data`` config (JSON): a sweep's runs share
     one corpus, read once."""
-    from minitrans.data.corpus import load_run_split  # the corpus reader: only once there are runs to pair
-
     _, references, name = load_run_split({"data": json.loads(data)}, split)
     return tuple(references), name
 
@@ -90,8 +90,6 @@ def _references(data: str, split: str) -> tuple[tuple[str, ...], str]:
 def _test_set(run: Run, split: str | None) -> tuple[str, list[str], list[str], tuple] | str:
     """The run's test split name, references, translations and BLEU settings (target language,
     tokenizer, kept spaces); or why they cannot be read."""
-    from minitrans.core.metrics import bleu_tokenizer
-
     name = split or next(iter(run.summary.test_splits), "test")
     path = run.folder / TRANSLATIONS / f"{name}.hyp.txt"
     if not path.is_file():

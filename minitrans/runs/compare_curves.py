@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from minitrans.runs.compare_plots import _figure, line_styles
 from minitrans.runs.run_set import Run, run_labels
 
 LOSS_TAG, BLEU_TAG = "valid/cross_entropy", "valid/bleu"
@@ -23,8 +26,6 @@ def validation_curves(folder: str | Path) -> dict[str, Curve]:
     """{"loss": [(step, valid cross-entropy)], "bleu": [(step, valid BLEU)], "entropy": [(step,
     attention entropy averaged over every layer)]} from the events in ``folder`` (empty lists
     where a tag was never logged)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
     events.Reload()
     tags = set(events.Tags()["scalars"])
@@ -59,8 +60,6 @@ def plot_learning_curves(runs: Sequence[Run], path: str | Path, split: str | Non
     attention entropy of the sample sentences; None unless some run logged at
     least two validations. ``split`` is accepted for compare.py's figure interface (the curves
     are validation curves)."""
-    from minitrans.runs.compare_plots import _figure, line_styles
-
     curves = [validation_curves(run.folder) for run in runs]
     if not any(len(curve["bleu"]) >= 2 for curve in curves):
         return None

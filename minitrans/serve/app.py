@@ -58,6 +58,7 @@ from minitrans.analysis.head_roles import map_roles
 from minitrans.analysis.viz import KIND_AXES, KIND_TITLES
 from minitrans.core.checkpoint import CheckpointFolder, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, run_decoding, run_settings
+from minitrans.export.hf_folder import is_hf_export
 from minitrans.export.loading import load_torch_translator
 from minitrans.inference.coverage import language_name
 from minitrans.inference.lines import LineResult, translate_lines
@@ -138,8 +139,6 @@ class ServedModel:
 def run_name(path: str | Path) -> str:
     """A short name for a run: its folder (``runs/base/checkpoints/best.pt`` -> ``base``; a
     shared folder of ``export.py --to hf``: its own name)."""
-    from minitrans.export.hf_folder import is_hf_export
-
     path = Path(path).resolve()
     if is_hf_export(path):
         return (path if path.is_dir() else path.parent).name

@@ -4,6 +4,7 @@ newcomer can tell from ``ls minitrans/`` where a change belongs and what it may 
 from __future__ import annotations
 
 import ast
+import re
 from collections import deque
 from pathlib import Path
 
@@ -216,3 +217,85 @@ def test_nothing_outside_the_fast_room_names_its_internals(path: Path):
     named = sorted(n for n in names if n.startswith(FAST_NAMES[0]) and n != "FastAPI" or n in FAST_NAMES[1:])
     code_strings = [s for s in strings if any(f in s for f in FAST_NAMES[1:]) and " " not in s.strip()]
     assert named == [] and code_strings == [], f"{name} names the fast room's internals: {named + code_strings}"
+
+
+DEVELOPMENT = PACKAGE.parent / "docs" / "development.md"
+LAZY_SECTION = "## Imports inside functions"
+
+
+def function_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) of every import inside a function, at any depth (``from X import a`` names
+    X), in line order."""
+    found = set()
+    for function in ast.walk(ast.parse(source)):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import):
+                    found |= {(node.lineno, alias.name) for alias in node.names}
+                elif isinstance(node, ast.ImportFrom):
+                    found.add((node.lineno, "." * node.level + (node.module or "")))
+    return sorted(found)
+
+
+def lazy_import_table(text: str) -> dict[tuple[str, str], str]:
+    """(file, module) -> why, from the table of the section "Imports inside functions"."""
+    section = text.split(LAZY_SECTION, 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        path, names, why = cells
+        rows |= {(path.strip("`"), name): why for name in re.findall(r"`([^`]+)`", names)}
+    return rows
+
+
+def lazy_import_problems(found: dict[str, list[tuple[int, str]]], table: dict[tuple[str, str], str]) -> list[str]:
+    """Each import inside a function that the table does not list, each row without a reason and
+    each row that names an import no function of its file makes."""
+    problems = [
+        f"{path}:{line} imports {module} inside a function; move it to the top, or list it with its "
+        f"reason in docs/development.md ({LAZY_SECTION[3:]})"
+        for path, imports in sorted(found.items())
+        for line, module in imports
+        if (path, module) not in table
+    ]
+    made = {(path, module) for path, imports in found.items() for _, module in imports}
+    problems += [
+        f"the table lists {module} in {path}, which no function there imports"
+        for path, module in table
+        if (path, module) not in made
+    ]
+    problems += [
+        f"the table gives no reason for {module} in {path}" for (path, module), why in table.items() if not why
+    ]
+    return problems
+
+
+def test_lazy_import_problems_are_found():
+    source = "import os\ndef f():\n    import json\n    def g():\n        from a.b import c\n"
+    assert function_imports(source) == [(3, "json"), (5, "a.b")]
+    table_text = f"{LAZY_SECTION}\n\n| module | imports | why |\n|---|---|---|\n| `m.py` | `json`, `gone` | slow |\n"
+    table = lazy_import_table(table_text + "\n## Next\n| `n.py` | `x` | y |\n")
+    assert table == {("m.py", "json"): "slow", ("m.py", "gone"): "slow"}
+    problems = lazy_import_problems({"m.py": function_imports(source)}, table)
+    assert problems == [
+        "m.py:5 imports a.b inside a function; move it to the top, or list it with its reason in "
+        "docs/development.md (Imports inside functions)",
+        "the table lists gone in m.py, which no function there imports",
+    ]
+    assert lazy_import_problems({"m.py": [(3, "json")]}, {("m.py", "json"): ""}) == [
+        "the table gives no reason for json in m.py"
+    ]
+
+
+def test_every_import_inside_a_function_is_listed_with_its_reason():
+    """Imports sit at the top of a module; the few that must wait (an optional extra, a script's
+    --help, a heavy library a common command never needs) are listed in one table with the reason,
+    and the table holds nothing the code no longer does."""
+    root = PACKAGE.parent
+    files = modules() + sorted((root / "scripts").glob("*.py"))
+    found = {p.relative_to(root).as_posix(): function_imports(p.read_text(encoding="utf-8")) for p in files}
+    table = lazy_import_table(DEVELOPMENT.read_text(encoding="utf-8"))
+    problems = lazy_import_problems({path: imports for path, imports in found.items() if imports}, table)
+    assert problems == [], "\n".join(problems)
