@@ -13,7 +13,7 @@ line break included, so prose may wrap anywhere. Three checks, each a list of pr
 - layers and heads are counted from 1 wherever a person reads them: no "layer 0", "head 0",
   ``L0``/``H0`` or "counted from 0", except on a line that names the numbers as indices.
 
-``docs/check_site.py`` runs them over the repository it sits in; ``tests/test_quoted_figures.py``
+``docs/check_site.py`` runs them over the repository it sits in; ``tests/docs/test_quoted_figures.py``
 runs them over the real pages and over small pages made to fail.
 """
 
