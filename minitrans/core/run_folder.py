@@ -148,7 +148,10 @@ class RunLock:
     def acquire(self) -> RunLock:
         if self._lock is not None or _held_by_parent(self.folder):
             return self
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:  # a place no folder can be made (/proc/x, below a file): one line, not a traceback
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"{self.key}: {self.folder} cannot be made ({error.strerror or error})") from None
         lock = _file_lock(self.folder)
         first = not lock.is_locked
         try:

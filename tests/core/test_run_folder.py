@@ -346,3 +346,18 @@ def test_the_sweep_folder_setting_goes_through_job_folder():
     )
     subdir = cfg.hydra.sweep.subdir
     assert subdir.startswith("7_a=b_b_") and "/" not in subdir and len(subdir.encode()) <= MAX_NAME_BYTES
+
+
+def test_a_folder_that_cannot_be_made_is_refused_in_one_line(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ConfigError, match=r"^hydra\.run\.dir: .*a_file/run cannot be made \(") as error:
+        RunLock(tmp_path / "a_file" / "run").acquire()
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc, where no folder can be made")
+def test_train_py_refuses_a_run_folder_under_proc_in_one_line():
+    from minitrans.cli.train import hold_run_dir_argument
+
+    problem = hold_run_dir_argument(["hydra.run.dir=/proc/minitrans-run"])
+    assert problem == "hydra.run.dir: /proc/minitrans-run cannot be made (No such file or directory)"
