@@ -84,8 +84,13 @@ def load_record(path: Path = RECORD) -> list[Figure]:
 
 
 def read_pages(root: Path = ROOT) -> list[Page]:
-    """README.md, every Markdown page under docs/ and the notebooks' Markdown cells."""
-    pages = [Page("README.md", (root / "README.md").read_text(encoding="utf-8"))]
+    """README.md, mkdocs.yml (the navigation's titles), every Markdown page under docs/ and the
+    notebooks' Markdown cells."""
+    pages = [
+        Page(name, (root / name).read_text(encoding="utf-8"))
+        for name in ("README.md", "mkdocs.yml")
+        if (root / name).exists() or name == "README.md"
+    ]
     for path in sorted((root / "docs").rglob("*.md")):
         pages.append(Page(path.relative_to(root).as_posix(), path.read_text(encoding="utf-8")))
     for path in sorted((root / "docs").rglob("*.ipynb")):

@@ -147,16 +147,27 @@ def head_label(kind: str, layer: int, head: int) -> str:
 def heads_heatmap(
     grids: dict[str, list[list[float]]], label: str, cmap: str = "viridis", fmt: str = "{:.2f}"
 ) -> Figure:
-    """One layer x head heatmap per entry of ``grids`` (e.g. per attention kind), side by side,
-    each cell written out; ``label`` names the colour scale."""
+    """One layer x head heatmap per entry of ``grids`` (e.g. per attention kind), each cell written
+    out; ``label`` names the colour scale, which all panels share.
+
+    The figure is sized for a documentation page: a head's column is wide enough for its number,
+    and panels go two to a row only while two fit the page's width (one to a row otherwise), so a
+    page that shows the picture at its column's width keeps every label readable."""
+    page_inches = 7.0  # about what a page's column shows unscaled at the figure's dpi
+    colorbar_inches = 1.0
+    head_inches, layer_inches = 0.5, 0.5  # a cell holds a signed number of two decimals at 10 pt
+    heads = max((len(row) for grid in grids.values() for row in grid), default=1)
+    layers = max(map(len, grids.values()), default=1)
+    panel = (max(2.9, head_inches * heads + 0.7), layer_inches * layers + 1.3)  # + axis labels, title
+    per_row = 2 if len(grids) > 1 and 2 * panel[0] + colorbar_inches <= page_inches else 1
+    rows = -(-len(grids) // per_row)
     values = [value for grid in grids.values() for row in grid for value in row]
     low, high = min(values, default=0.0), max(values, default=1.0)
-    fig = new_figure(
-        figsize=(3.2 * len(grids) + 1.0, 0.6 * max(map(len, grids.values()), default=1) + 1.6),
-        dpi=100,
-        layout="constrained",
-    )
-    axes = fig.subplots(1, len(grids), squeeze=False)[0]
+    fig = new_figure(figsize=(per_row * panel[0] + colorbar_inches, rows * panel[1]), dpi=100, layout="constrained")
+    axes = list(fig.subplots(rows, per_row, squeeze=False).ravel())
+    for spare in axes[len(grids) :]:  # an odd panel out leaves its row's second place empty
+        spare.remove()
+    axes = axes[: len(grids)]
     for ax, (title, grid) in zip(axes, grids.items()):
         image = ax.imshow(grid, cmap=cmap, vmin=low, vmax=high, aspect="auto")
         ax.set_title(title)
@@ -169,5 +180,5 @@ def heads_heatmap(
                 red, green, blue, _ = image.cmap(image.norm(value))
                 ink = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
                 ax.text(head, layer, fmt.format(value), ha="center", va="center", color=ink, fontsize=10)
-    fig.colorbar(image, ax=list(axes), label=label)
+    fig.colorbar(image, ax=axes, label=label)
     return fig

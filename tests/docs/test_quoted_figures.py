@@ -71,6 +71,12 @@ def test_a_quote_split_over_two_lines_is_still_found(tmp_path):
     assert [problem.split(": quotes")[0] for problem in check(repo)] == ["README.md:2", "README.md:1"]
 
 
+def test_the_sites_navigation_titles_are_read_too(tmp_path):
+    pages = {"README.md": "test BLEU 97.56 chrF 98.79, the 45-minute tutorial\n"}
+    repo = write_repo(tmp_path, {**pages, "mkdocs.yml": "nav:\n  - A 40-minute tutorial: tutorial/index.md\n"})
+    assert [problem.split(" for ")[0] for problem in check(repo)] == ["mkdocs.yml:2: quotes '40'"]
+
+
 def test_a_phrase_quoting_nothing_or_without_one_group_is_a_record_problem(tmp_path):
     repo = write_repo(tmp_path, {"README.md": "the 45-minute tutorial\n"})
     assert check(repo) == [
