@@ -144,19 +144,42 @@ def as_rows(points: Sequence[ScalingPoint]) -> list[dict]:
 
 
 def table(points: Sequence[ScalingPoint]) -> str:
-    """A Markdown table, one line per point."""
-    lines = [
-        "| inputs | d_model | heads | d_k | scores | Var(q·k) | mean max weight | entropy (nats) | ‖grad at scores‖ |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
-    ]
-    for p in points:
-        scale = "q·k/√d_k" if p.is_scaled else "q·k"
-        width = "–" if p.d_model is None else p.d_model
-        heads = "–" if p.num_heads is None else p.num_heads
-        lines.append(
-            f"| {p.inputs} | {width} | {heads} | {p.d_k} | {scale} | {p.dot_variance:.3g} | {p.max_weight:.3f} | "
-            f"{p.entropy:.3f} | {p.score_grad_norm:.3g} |"
+    """Markdown that fits a page: one table for unit-variance inputs and one for the model at
+    initialisation, a row per d_k (per width and head count), each measure given for the raw
+    scores and then the scaled ones in one cell (Var(q·k) is the raw products', the same for both)."""
+
+    def pair(raw: float, scaled: float, spec: str) -> str:
+        return f"{raw:{spec}} / {scaled:{spec}}"
+
+    def cells(raw: ScalingPoint, scaled: ScalingPoint) -> str:
+        return (
+            f"{raw.d_k} | {raw.dot_variance:.3g} | {pair(raw.max_weight, scaled.max_weight, '.3f')} | "
+            f"{pair(raw.entropy, scaled.entropy, '.3f')} | {pair(raw.score_grad_norm, scaled.score_grad_norm, '.3g')} |"
         )
+
+    both = {}  # (inputs, d_model, heads, d_k) -> {is_scaled: point}
+    for p in points:
+        both.setdefault((p.inputs, p.d_model, p.num_heads, p.d_k), {})[p.is_scaled] = p
+    measures = "Var(q·k) | mean max weight | entropy (nats) | ‖grad at scores‖ |"
+    lines = [
+        "Each measure is given for the raw scores q·k first and for the scaled scores q·k/√d_k second;",
+        "Var(q·k) is the same for both.",
+    ]
+    for inputs, title, head in (
+        ("unit variance", "**Unit-variance queries and keys**", "| d_k | "),
+        (
+            "minitrans at init",
+            "**minitrans at initialisation** (the first encoder layer of a freshly built model, fed random tokens)",
+            "| d_model, heads | d_k | ",
+        ),
+    ):
+        rows = sorted(((key, pairs) for key, pairs in both.items() if key[0] == inputs), key=lambda row: row[0][1:])
+        if not rows:
+            continue
+        lines += ["", title, "", head + measures, "|" + "---|" * (head.count("|") - 2) + "---:|" * 5]
+        for (_, d_model, heads, _), pairs in rows:
+            lead = "| " if d_model is None else f"| {d_model}, {heads} | "
+            lines.append(lead + cells(pairs[False], pairs[True]))
     return "\n".join(lines)
 
 

@@ -46,14 +46,15 @@ def test_unscaled_softmax_saturates_and_its_gradient_shrinks(points):
 
 def test_the_real_model_is_measured_too_and_the_table_lists_every_point(points):
     assert {p.inputs for p in points} == {"unit variance", "minitrans at init"}
-    assert len(table(points).splitlines()) == 2 + len(points)
+    rows = [line for line in table(points).splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == len(points) // 2  # one row per d_k (per width and head count), raw / scaled in it
     json.dumps([p.__dict__ for p in points])
 
 
 def test_the_model_is_measured_at_every_width_and_head_count_of_the_grid(points):
     measured = {(p.d_model, p.num_heads, p.d_k) for p in points if p.inputs == "minitrans at init"}
     assert measured == set(GRID)
-    assert "| minitrans at init | 256 | 1 | 256 |" in table(points)
+    assert "\n| 256, 1 | 256 | " in table(points)
 
 
 def test_at_init_one_wide_head_saturates_unscaled_and_narrow_heads_do_not(points):
@@ -88,7 +89,7 @@ def test_the_script_writes_into_the_current_folder_by_default(tmp_path, monkeypa
     assert all((tmp_path / name).is_file() for name in NAMES)
     rows = json.loads((tmp_path / "scaling_at_init.json").read_text(encoding="utf-8"))
     assert {(r["d_model"], r["num_heads"], r["d_k"]) for r in rows if r["d_model"]} == {(16, 2, 8)}
-    assert "| minitrans at init | 16 | 2 | 8 |" in capsys.readouterr().out
+    assert "\n| 16, 2 | 8 | " in capsys.readouterr().out
 
 
 def test_the_script_refuses_to_write_over_results_already_there(tmp_path, capsys):
@@ -101,7 +102,7 @@ def test_the_script_refuses_to_write_over_results_already_there(tmp_path, capsys
     assert kept.read_text(encoding="utf-8") == "the committed table\n"
     assert not (tmp_path / "scaling_at_init.json").exists()
     assert script.main([*SMALL, "--out", str(tmp_path), "--overwrite"]) == 0
-    assert kept.read_text(encoding="utf-8").startswith("| inputs | d_model |")
+    assert kept.read_text(encoding="utf-8").startswith("Each measure is given for the raw scores")
 
 
 def test_the_script_says_in_one_line_when_heads_do_not_divide_the_width(tmp_path, capsys):
@@ -119,3 +120,15 @@ def test_the_script_refuses_a_seed_out_of_range_in_one_line(seed, capsys):
     with pytest.raises(SystemExit) as stopped:
         load_script("scaling_at_init").main(["--seed", seed])
     assert stopped.value.code == 2 and "--seed" in capsys.readouterr().err
+
+
+def test_the_committed_table_is_what_table_writes_from_the_committed_results():
+    """docs/claims/scaling_at_init.md is table() of docs/claims/scaling_at_init.json: rerunning the
+    script with --out docs/claims writes the same page, as wide as the page's column allows."""
+    from helpers import REPO
+
+    from minitrans.analysis.scaling_at_init import ScalingPoint
+
+    folder = REPO / "docs" / "claims"
+    points = [ScalingPoint(**row) for row in json.loads((folder / "scaling_at_init.json").read_text())]
+    assert table(points) + "\n" == (folder / "scaling_at_init.md").read_text(encoding="utf-8")
