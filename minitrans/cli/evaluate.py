@@ -35,11 +35,11 @@ from minitrans.core.textio import read_sentences
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split, seen_in_training
 from minitrans.export.ct2_translator import is_exported
-from minitrans.export.hf_folder import WEIGHTS, is_hf_export
 from minitrans.export.loading import load_translator
 from minitrans.inference.base import BaseTranslator
 from minitrans.inference.coverage import check_recorded_split
 from minitrans.inference.decoding import best_ids
+from minitrans.inference.hf_folder import WEIGHTS, is_hf_export
 from minitrans.runs.evaluation import bleu_settings, keeps_cjk_spaces, scores_as_written, unseen_scores
 from minitrans.runs.run_set import report_name
 from minitrans.runs.significance import RESAMPLES, paired_differences

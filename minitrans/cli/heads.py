@@ -19,12 +19,12 @@ import datasets
 from minitrans.analysis.alignment import gold_for_pairs, measure_alignment
 from minitrans.analysis.head_roles import ROLE_THRESHOLDS, measure_self_attention_roles, name_roles, subject_probe
 from minitrans.analysis.heads import ablate_heads, all_heads, head_label, heads_heatmap
-from minitrans.core.checkpoint import CheckpointError, CheckpointFolder, resolve_checkpoint
+from minitrans.core.checkpoint import CheckpointError, CheckpointFolder
 from minitrans.core.decoding_options import DecodingOptions, run_settings
 from minitrans.core.utils import pick_device, write_atomic
 from minitrans.data.corpus import load_run_split
-from minitrans.export.hf_folder import is_hf_export
 from minitrans.export.loading import load_torch_translator
+from minitrans.inference.hf_folder import is_hf_export
 from minitrans.runs.evaluation import evaluate_split, validation_loss
 
 
@@ -145,10 +145,9 @@ def roles_report(translator, src_ids, tgt_ids, aer_grid, ablation, out: Path, su
 
 def run(args: argparse.Namespace) -> int:
     try:
+        translator = load_torch_translator(args.run, pick_device(args.device))  # refuses a CTranslate2 export
         shared = is_hf_export(args.run)  # export.py --to hf: its results go into the folder, as evaluate.py's
-        checkpoint = Path(args.run) if shared else resolve_checkpoint(args.run)
-        device = pick_device(args.device)
-        translator = load_torch_translator(checkpoint, device)
+        checkpoint = translator.path
         data = translator.run_config.data
         sources, references, _ = load_run_split(translator.config, args.split)
     except (CheckpointError, FileNotFoundError, ValueError) as error:

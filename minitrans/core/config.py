@@ -7,8 +7,8 @@ option changes (a model file its ``kind``, the Multi30k file its languages and s
 recorded in every checkpoint's config and in ``summary.json``.
 
 Hydra composes YAML files over these schemas (registered by
-:func:`minitrans.core.hydra_config.register_configs`, which with ``scripts/`` is all that imports
-Hydra), so a misspelt key or a wrong type fails at start. Values that are well-typed but
+:func:`minitrans.core.hydra_config.register_configs`; Hydra's own API is used only there, in
+``core.hydra_sweep``, ``bench.data`` and ``scripts/``), so a misspelt key or a wrong type fails at start. Values that are well-typed but
 impossible (``num_heads=0``, a dropout of 1.5) are refused by each schema's ``__post_init__``
 with a :class:`ConfigError` naming the key. Library code receives these dataclasses, never a
 ``DictConfig``.

@@ -11,8 +11,8 @@ The folder holds:
     README.md            the model card in the Hub's format (:mod:`minitrans.export.hub_card`)
     summary.json         the run's scores and data report (when the run has one)
 
-``load_translator`` (and so every script given such a folder) reads it back with
-``safetensors`` and JSON only, no ``torch.load`` (:mod:`minitrans.export.hf_folder`).
+``Translator.from_pretrained`` (and every script given such a folder) reads it back with
+``safetensors`` and JSON only, no ``torch.load`` (:mod:`minitrans.inference.hf_folder`).
 ``--push-to-hub`` hands the folder to ``huggingface_hub.upload_folder``. The safe-replacement rules of the CTranslate2
 export hold here too (:func:`minitrans.export.ct2_export.check_replaceable`).
 """
@@ -32,9 +32,9 @@ from minitrans.export.ct2_export import (
     shareable_source,
     staged_export,
 )
-from minitrans.export.hf_folder import CARD, CONFIG, HF_FORMAT, HF_VERSION, RECORD, SUMMARY, WEIGHTS
 from minitrans.export.hub_card import hub_card
 from minitrans.export.loading import load_torch_translator
+from minitrans.inference.hf_folder import CARD, CONFIG, HF_FORMAT, HF_VERSION, RECORD, SUMMARY, WEIGHTS
 from minitrans.inference.model_card import find_summary
 from minitrans.inference.translator import Translator
 

@@ -2,7 +2,7 @@
 
 - a CTranslate2 export (a folder with ``minitrans.json``): :class:`~minitrans.export.ct2_translator.Ct2Translator`;
 - a shareable folder of ``export.py --to hf`` (read without pickle): the PyTorch engine,
-  :func:`~minitrans.export.hf_folder.load_hf_folder`;
+  :meth:`~minitrans.inference.translator.Translator.from_pretrained`;
 - anything else, a ``.pt`` checkpoint or a run folder: the PyTorch engine,
   :meth:`~minitrans.inference.translator.Translator.from_checkpoint`.
 
@@ -18,8 +18,8 @@ import torch
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.export.ct2_translator import Ct2Translator, is_exported
-from minitrans.export.hf_folder import is_hf_export, load_hf_folder
 from minitrans.inference.base import BaseTranslator
+from minitrans.inference.hf_folder import is_hf_export
 from minitrans.inference.translator import Translator
 
 
@@ -33,7 +33,7 @@ def load_torch_translator(path: str | Path, device: str | torch.device = "auto")
             "its checkpoint or a shareable folder (export.py --to hf)"
         )
     if is_hf_export(path):
-        return load_hf_folder(path, device)
+        return Translator.from_pretrained(path, device)
     return Translator.from_checkpoint(path, device)
 
 

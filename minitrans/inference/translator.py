@@ -31,6 +31,7 @@ from minitrans.data.tokenizer import PAD_ID, Tokenizer
 from minitrans.inference.base import GREEDY, BaseTranslator, length_batches
 from minitrans.inference.coverage import TrainingRecord
 from minitrans.inference.decoding import Hypothesis, search
+from minitrans.inference.hf_folder import is_hf_export, read_hf_folder
 from minitrans.inference.scoring import ForcedScore, force_decode
 from minitrans.models.build import build_model_for_weights
 from minitrans.models.interface import AttentionMaps, Seq2SeqModel
@@ -89,6 +90,11 @@ class Translator(BaseTranslator):
         """Load a ``.pt`` file or a run folder; any unusable checkpoint raises CheckpointError.
         (Every other format a path may hold is told apart in one place:
         :func:`minitrans.export.loading.load_translator`.)"""
+        if is_hf_export(path):  # another format, which from_checkpoint does not guess at
+            raise CheckpointError(
+                f"{path} is a shareable folder (export.py --to hf): load it with Translator.from_pretrained, "
+                "or with minitrans.export.loading.load_translator, which tells every format apart"
+            )
         device = pick_device(device) if isinstance(device, str) else device
         path = resolve_checkpoint(path)
         payload = load_checkpoint(path)
@@ -102,6 +108,15 @@ class Translator(BaseTranslator):
             reason = first_line(error) if str(error).strip() else type(error).__name__
             raise CheckpointError(f"{path} does not hold a usable model ({type(error).__name__}: {reason})") from None
         return cls(model.to(device).eval(), tokenizer, model_cfg.max_len, device, payload["config"], record, path)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, device: str | torch.device = "auto") -> Translator:
+        """Load a shareable folder (``scripts/export.py RUN --to hf DIR``: safetensors weights, no
+        ``torch.load``), or its ``model.safetensors``; raises CheckpointError."""
+        device = pick_device(device) if isinstance(device, str) else device
+        folder = read_hf_folder(path)
+        model = folder.model.to(device).eval()
+        return cls(model, folder.tokenizer, folder.max_len, device, folder.run_config, folder.record, folder.weights)
 
     # -- search ------------------------------------------------------------------------------
     @torch.no_grad()

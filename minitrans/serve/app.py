@@ -58,9 +58,9 @@ from minitrans.analysis.head_roles import map_roles
 from minitrans.analysis.viz import KIND_AXES, KIND_TITLES
 from minitrans.core.checkpoint import CheckpointFolder, resolve_checkpoint
 from minitrans.core.decoding_options import DecodingOptions, run_decoding, run_settings
-from minitrans.export.hf_folder import is_hf_export
 from minitrans.export.loading import load_torch_translator
 from minitrans.inference.coverage import language_name
+from minitrans.inference.hf_folder import is_hf_export
 from minitrans.inference.lines import LineResult, translate_lines
 from minitrans.inference.translator import Translator
 from minitrans.models.interface import count_parameters

@@ -2,6 +2,5 @@
 the run's checkpoints and resuming, data parallelism (one process per core, or torchrun), the
 progress bar and the data a run reads.
 
-May import every layer below it (``core`` up to ``runs``); imported by ``serve``, ``bench`` and
-``cli``.
+May import every layer below it (``core`` up to ``runs``); imported by ``bench`` and ``cli``.
 """

@@ -201,3 +201,12 @@ def test_what_a_person_reads_counts_layers_and_heads_from_one():
         "L1      0.500  0.250",
         "L2      0.125  1.000",
     ]
+
+
+def test_heads_py_refuses_a_ctranslate2_export_saying_what_it_needs(tmp_path, capsys):
+    from helpers.scripts import load_script
+
+    (tmp_path / "minitrans.json").write_text("{}")  # what marks a CTranslate2 export
+    assert load_script("heads").main([str(tmp_path)]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: ") and "is a CTranslate2 export, which has no PyTorch model" in line

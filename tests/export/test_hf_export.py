@@ -20,9 +20,9 @@ from minitrans.core.textio import read_json
 from minitrans.export import hf_export
 from minitrans.export.ct2_export import ExportError, shareable_config
 from minitrans.export.hf_export import export_hf, push_to_hub
-from minitrans.export.hf_folder import is_hf_export, load_hf_folder
 from minitrans.export.loading import load_torch_translator, load_translator
 from minitrans.inference.coverage import TrainingRecord
+from minitrans.inference.hf_folder import is_hf_export
 from minitrans.inference.translator import Translator
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -73,7 +73,7 @@ def test_the_folder_translates_as_the_checkpoint_did_without_torch_load(tmp_path
     ours = Translator.from_checkpoint(run, "cpu")
     folder, _ = export_hf(run, tmp_path / "shared")
     no_pickle(monkeypatch)
-    loaded = load_hf_folder(folder, "cpu")
+    loaded = Translator.from_pretrained(folder, "cpu")
     src_ids = ours.encode(SENTENCES)
     assert loaded.translate_encoded(src_ids) == ours.translate_encoded(src_ids)
     for name, tensor in ours.model.state_dict().items():
@@ -116,6 +116,24 @@ def test_the_model_card_is_in_the_hubs_format(shared):
     assert "nrefs:1|case:mixed|eff:no|tok:zh" in body
 
 
+@pytest.mark.parametrize("card", ["written today", "written by main at 29358fa"])
+def test_the_cards_python_snippet_translates(shared, card, capsys):
+    """What a model card tells its reader to run works, on a card written now and on one already
+    shared (a published card cannot be rewritten)."""
+    import re
+
+    folder = shared[1] if card == "written today" else REPO / "tests" / "fixtures" / "main_29358fa" / "tiny_hf"
+    (snippet,) = re.findall(r"```python\n(.*?)```", (folder / "README.md").read_text(), re.S)
+    exec(snippet.replace("THIS_FOLDER", str(folder)).replace('["…"]', '["ein mann ."]'), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("[") and printed.strip() != "[]"
+
+
+def test_from_checkpoint_refuses_a_shareable_folder_naming_its_loaders(shared):
+    with pytest.raises(CheckpointError, match="shareable folder.*Translator.from_pretrained.*load_translator"):
+        Translator.from_checkpoint(shared[1], "cpu")
+
+
 def test_force_replaces_only_an_earlier_export(shared, tmp_path):
     run, _ = shared
     first, _ = export_hf(run, tmp_path / "out")
@@ -144,9 +162,9 @@ def test_a_folder_whose_config_does_not_match_its_weights_is_one_error(shared, t
     config["config"]["model"]["d_model"] = 4096
     (bad / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match=r"does not hold a usable model .*disagree"):
-        load_hf_folder(bad, "cpu")
+        Translator.from_pretrained(bad, "cpu")
     with pytest.raises(CheckpointError, match="not a folder written by export.py --to hf"):
-        load_hf_folder(tmp_path, "cpu")
+        Translator.from_pretrained(tmp_path, "cpu")
 
 
 @pytest.mark.parametrize("scale", ["1e-45", "1e-30", 1e-300])
@@ -172,11 +190,11 @@ def test_both_cards_name_the_teaching_switches_a_model_trained_with(shared, tmp_
     folder, _ = export_hf(run, tmp_path / "switched")
     readme = (folder / "README.md").read_text()
     assert "teaching switches (`model.attention_scale=2`, `model.causal_mask=false`, `model.positions=none`)" in readme
-    info = model_card(load_hf_folder(folder, "cpu"))
+    info = model_card(Translator.from_pretrained(folder, "cpu"))
     assert "teaching:   trained with model.attention_scale=2, model.causal_mask=false, model.positions=none" in info
     _, plain = shared
     assert "teaching switch" not in (plain / "README.md").read_text()
-    assert "teaching:" not in model_card(load_hf_folder(plain, "cpu"))
+    assert "teaching:" not in model_card(Translator.from_pretrained(plain, "cpu"))
 
 
 class FakeHub:
@@ -251,7 +269,7 @@ def test_hf_export_module_states_its_files():
 @pytest.mark.slow
 def test_translate_and_evaluate_scripts_take_the_folder(shared):
     _, folder = shared
-    ours = load_hf_folder(folder, "cpu").translate(["ein mann fährt fahrrad ."])
+    ours = Translator.from_pretrained(folder, "cpu").translate(["ein mann fährt fahrrad ."])
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "translate.py"), str(folder), "ein mann fährt fahrrad ."],
         cwd=REPO,
@@ -313,10 +331,10 @@ def test_a_fifo_or_dev_zero_in_a_shared_folder_is_one_error_not_a_hang(shared, t
             if name == "config.json":  # without its config the folder is not taken for an export at all
                 assert not is_hf_export(bad)
                 with pytest.raises(CheckpointError, match="not a folder written by export.py --to hf"):
-                    load_hf_folder(bad, "cpu")
+                    Translator.from_pretrained(bad, "cpu")
             else:
                 with pytest.raises(CheckpointError, match=rf"{name} is (a FIFO|a device), not a regular file"):
-                    load_hf_folder(bad, "cpu")
+                    Translator.from_pretrained(bad, "cpu")
         finally:
             signal.alarm(0)
 
@@ -356,7 +374,7 @@ def test_hostile_json_and_sizes_in_a_shared_folder_are_one_error_each(shared, tm
                 read_json(bad / name)
             continue
         with pytest.raises(CheckpointError, match=rf"does not hold a usable model \(.*({reasons[case]})"):
-            load_hf_folder(bad, "cpu")
+            Translator.from_pretrained(bad, "cpu")
 
 
 def test_an_export_carries_none_of_the_exporters_paths(tmp_path):
@@ -378,7 +396,7 @@ def test_an_export_carries_none_of_the_exporters_paths(tmp_path):
     written = "".join(path.read_text(encoding="utf-8") for path in folder.iterdir() if path.suffix in (".json", ".md"))
     assert str(tmp_path) not in written and "secret-cache" not in written
     assert json.loads((folder / "config.json").read_text())["source"] == "run/checkpoints/best.pt"
-    assert load_hf_folder(folder, "cpu").config["data"]["root"] == "my-corpus"
+    assert Translator.from_pretrained(folder, "cpu").config["data"]["root"] == "my-corpus"
 
 
 def test_int64_or_nan_weights_are_refused_not_translated_to_question_marks(shared, tmp_path):
@@ -394,7 +412,7 @@ def test_int64_or_nan_weights_are_refused_not_translated_to_question_marks(share
         bad = copy_of(folder, tmp_path / case)
         save_file({**weights, key: value}, str(bad / "model.safetensors"))
         with pytest.raises(CheckpointError, match=rf"does not hold a usable model .*{key} {reason}"):
-            load_hf_folder(bad, "cpu")
+            Translator.from_pretrained(bad, "cpu")
 
 
 @pytest.mark.parametrize("repo", ["../../etc/passwd", "", "me/model.", "a--b/model", "me/" + "x" * 97])

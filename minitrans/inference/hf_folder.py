@@ -3,9 +3,9 @@
 The folder's layout (file names, the ``format`` its ``config.json`` states) and what reads it back:
 :func:`is_hf_export` tells such a folder from a checkpoint, :func:`read_hf_folder` builds its model,
 tokenizer and training record from safetensors, JSON and SentencePiece files alone (no
-``torch.load``), and :func:`load_hf_folder` makes a PyTorch translator of it. Writing the folder
-is :mod:`minitrans.export.hf_export`'s; telling it apart from the other formats a path may hold,
-:mod:`minitrans.export.loading`'s.
+``torch.load``), and ``Translator.from_pretrained`` makes a PyTorch translator of it. Writing the
+folder is :mod:`minitrans.export.hf_export`'s; telling it apart from the other formats a path may
+hold, :mod:`minitrans.export.loading`'s.
 """
 
 from __future__ import annotations
@@ -13,17 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from minitrans.core.checkpoint import CheckpointError
 from minitrans.core.saved_config import model_from_dict
 from minitrans.core.textio import check_regular_file, read_json
-from minitrans.core.utils import pick_device
 from minitrans.data.tokenizer import Tokenizer
 from minitrans.inference.coverage import TrainingRecord
-from minitrans.inference.translator import Translator
 from minitrans.models.build import build_model_for_weights
 from minitrans.models.interface import Seq2SeqModel
 
@@ -96,14 +93,6 @@ def read_hf_folder(path: str | Path) -> HfFolder:
     return HfFolder(model, tokenizer, model_cfg.max_len, run_config, record, path / WEIGHTS)
 
 
-def load_hf_folder(path: str | Path, device: str | torch.device = "auto") -> Translator:
-    """The PyTorch translator of a shareable folder, read without pickle; raises CheckpointError."""
-    device = pick_device(device) if isinstance(device, str) else device
-    folder = read_hf_folder(path)
-    model = folder.model.to(device).eval()
-    return Translator(model, folder.tokenizer, folder.max_len, device, folder.run_config, folder.record, folder.weights)
-
-
 __all__ = [
     "CARD",
     "CONFIG",
@@ -115,6 +104,5 @@ __all__ = [
     "HfFolder",
     "hf_folder",
     "is_hf_export",
-    "load_hf_folder",
     "read_hf_folder",
 ]
