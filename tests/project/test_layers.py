@@ -299,3 +299,14 @@ def test_every_import_inside_a_function_is_listed_with_its_reason():
     table = lazy_import_table(DEVELOPMENT.read_text(encoding="utf-8"))
     problems = lazy_import_problems({path: imports for path, imports in found.items() if imports}, table)
     assert problems == [], "\n".join(problems)
+
+
+def test_the_layout_page_lists_the_layers_in_this_order():
+    """docs/gen_reference.py orders the generated layout page by the layers; it keeps its own list
+    (the docs import no test), so the two must agree."""
+    import sys
+
+    sys.path.insert(0, str(PACKAGE.parent / "docs"))
+    import gen_reference
+
+    assert gen_reference.LAYERS == sorted(LAYERS, key=LAYERS.get)
