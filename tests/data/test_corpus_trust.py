@@ -258,7 +258,7 @@ def test_a_file_changed_while_it_is_read_never_poisons_the_corpus_cache(layout, 
     import json
     import shutil
 
-    import minitrans.data.hf
+    import minitrans.data.sources
     from minitrans.core.checks import ConfigError
     from minitrans.data.corpus import prepare_corpus
     from minitrans.data.sources import ParallelSource
@@ -275,7 +275,7 @@ def test_a_file_changed_while_it_is_read_never_poisons_the_corpus_cache(layout, 
         changing = tmp_path / "corpus.jsonl"
         changing.write_text("".join(json.dumps({"en": e, "fr": f}) + "\n" for e, f in zip(EN, FR)))
         cfg = config(tmp_path, name="hf", path=str(changing))
-        change_while_loading(monkeypatch, minitrans.data.hf, "load_hf", changing)
+        change_while_loading(monkeypatch, minitrans.data.sources, "load_hf", changing)  # where it is called
     shutil.copy2(changing, original / changing.name)
     changed = prepare_corpus(cfg)
     assert all(text.startswith("one cat") for name in ("train", "valid") for text in changed.splits[name]["src"])
@@ -289,7 +289,7 @@ def test_a_file_changed_while_it_is_read_never_poisons_the_corpus_cache(layout, 
         changing.write_text(changing.read_text().replace("home", "home again", 1))
         return real_load(*args, **kwargs)
 
-    owner, name = (ParallelSource, "load") if layout == "parallel" else (minitrans.data.hf, "load_hf")
+    owner, name = (ParallelSource, "load") if layout == "parallel" else (minitrans.data.sources, "load_hf")
     real_load = getattr(owner, name)
     monkeypatch.setattr(owner, name, grow)
     with pytest.raises(ConfigError, match=r"^data\.(root|path): .* changed each time it was read \(3 reads\)"):
