@@ -61,11 +61,9 @@ def notebook_pictures(html: str, page, files) -> str:
 
 
 def on_page_content(html: str, page, files, **kwargs) -> str:
-    if page.file.src_uri.endswith(".ipynb"):
-        html = notebook_pictures(html, page, files)
-    html = linked_pictures(html)
     if not page.file.src_uri.endswith(".ipynb"):
-        return html
+        return linked_pictures(html)
+    html = linked_pictures(notebook_pictures(html, page, files))
 
     def to_page(match: re.Match) -> str:
         path = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), match.group(1)))

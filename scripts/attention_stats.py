@@ -42,17 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     from minitrans.core.checkpoint import CheckpointError
     from minitrans.core.utils import pick_device, write_atomic
     from minitrans.data.corpus import load_run_split
-    from minitrans.export.ct2_translator import is_exported
     from minitrans.export.loading import load_torch_translator
 
-    if is_exported(args.run):
-        print(
-            f"error: {args.run} is a CTranslate2 export, which keeps no attention weights to measure; "
-            "give the run folder, its checkpoint or its export.py --to hf folder",
-            file=sys.stderr,
-        )
-        return 1
-    try:
+    try:  # a CTranslate2 export, which keeps no attention weights, is refused by the loader
         translator = load_torch_translator(args.run, pick_device(args.device))
         check_outputs(translator, args.out, args.card)
         sources, references, _ = load_run_split(translator.config, args.split)

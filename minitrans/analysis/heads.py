@@ -97,26 +97,23 @@ class Ablation:
         lines.append(f"{'(none masked)':<16}" + "".join(f"{self.baseline[m]:>10.3f}" for m in metrics))
         order = sorted(self.single, key=lambda head: -self.deltas(metrics[0])[head])
         for head in order:
-            kind, layer, index = head
             values = "".join(f"{self.single[head][m] - self.baseline[m]:>+10.3f}" for m in metrics)
-            lines.append(head_label(kind, layer, index).ljust(16) + values)
+            lines.append(head_label(*head).ljust(16) + values)
         lines.append("")
         lines.append("masking heads cumulatively, least important first:")
         for count, (head, scores) in enumerate(self.cumulative, 1):
-            kind, layer, index = head
             values = "".join(f"{scores[m]:>10.3f}" for m in metrics)
-            lines.append(f"{count:>3} masked, + {head_label(kind, layer, index)}".ljust(30) + values)
+            lines.append(f"{count:>3} masked, + {head_label(*head)}".ljust(30) + values)
         return "\n".join(lines)
 
     def summary(self, metric: str = "loss") -> dict:
         """Entries for a run's summary: per-head changes and the greedy curve."""
-        name = lambda head: head_label(*head)  # noqa: E731
         return {
             "heads_baseline": self.baseline,
             "heads_delta": {
-                name(head): {m: v - self.baseline[m] for m, v in s.items()} for head, s in self.single.items()
+                head_label(*head): {m: v - self.baseline[m] for m, v in s.items()} for head, s in self.single.items()
             },
-            "heads_cumulative": [{"masked": name(head), **scores} for head, scores in self.cumulative],
+            "heads_cumulative": [{"masked": head_label(*head), **scores} for head, scores in self.cumulative],
             "heads_order_metric": metric,
         }
 
