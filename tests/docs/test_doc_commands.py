@@ -36,6 +36,7 @@ NOT_RUN = {
     "docs/exercises/check.py": "checks a learner's own file: tests/docs/test_exercises.py runs it on right and wrong ones",
     "python -m minitrans.bench.speed_measures": "times every speed measure for minutes (tests/bench/test_benchmark.py runs it small)",
     "scripts/bench_processes.py": "trains in several processes for minutes",
+    "scripts/bench_device.py": "trains and decodes for minutes (tests/bench/test_device_check.py runs it small)",
     "scripts/bench_data.py": "reads the Multi30k files of another checkout",
     "data/multi30k/prepare.py": "fetches Multi30k",
 }
