@@ -27,6 +27,8 @@ from pathlib import Path
 import torch
 
 from minitrans.bench.measure import device_name
+from minitrans.core.textio import read_json
+from minitrans.core.utils import pick_device
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,20 +113,21 @@ def stages(out: Path, device: str, quick: bool) -> list[Stage]:
     ]
 
 
-def read_json(path: Path) -> dict | None:
+def read_figures(path: Path) -> dict | None:
+    """What a stage wrote, or None where it wrote nothing readable."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return read_json(path)
     except (OSError, ValueError):
         return None
 
 
 def gather(out: Path, done: list[Stage], device: str) -> dict:
     """The figures of every stage that wrote them, with the machine and each stage's status."""
-    summary = read_json(out / "default_run" / "summary.json")
-    step = read_json(out / "multi30k_step.json")
-    decoding = read_json(out / "decoding.json")
+    summary = read_figures(out / "default_run" / "summary.json")
+    step = read_figures(out / "multi30k_step.json")
+    decoding = read_figures(out / "decoding.json")
     report: dict = {
-        "device": device_name(torch.device(device)) if device != "auto" else "auto",
+        "device": device_name(torch.device(device)),
         "torch": torch.__version__,
         "stages": {stage.name: {"status": stage.status, "wall_s": round(stage.seconds, 1)} for stage in done},
     }
@@ -205,12 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", help="auto (CUDA, then MPS, else CPU) | cuda | mps | cpu")
     parser.add_argument("--quick", action="store_true", help="a smoke test: a few steps and sentences a stage")
     args = parser.parse_args(argv)
-    if args.out.exists() and any(args.out.iterdir()):
-        parser.error(f"{args.out} is not empty: the default run would resume from it; choose another --out")
+    if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        parser.error(f"{args.out} is not an empty folder: the default run would resume from it; choose another --out")
+    try:
+        device = pick_device(args.device).type
+    except ValueError as error:
+        parser.error(f"--device: {error}")
     args.out.mkdir(parents=True, exist_ok=True)
-    device = args.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
     done = stages(args.out.resolve(), device, args.quick)
     for stage in done:
         run_stage(stage, args.out)

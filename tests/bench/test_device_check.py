@@ -75,7 +75,16 @@ def test_a_folder_with_runs_in_it_is_refused(tmp_path, capsys):
     (tmp_path / "default_run").mkdir()
     with pytest.raises(SystemExit) as exit:
         main(["--out", str(tmp_path)])
-    assert exit.value.code == 2 and "is not empty" in capsys.readouterr().err
+    assert exit.value.code == 2 and "is not an empty folder" in capsys.readouterr().err
+
+
+def test_a_file_as_the_folder_is_refused_and_left_alone(tmp_path, capsys):
+    kept = tmp_path / "notes.txt"
+    kept.write_text("mine")
+    with pytest.raises(SystemExit) as exit:
+        main(["--out", str(kept)])
+    assert exit.value.code == 2 and "is not an empty folder" in capsys.readouterr().err
+    assert kept.read_text() == "mine"
 
 
 @pytest.mark.slow  # three training and decoding processes, about a minute
