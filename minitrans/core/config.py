@@ -174,6 +174,11 @@ class TrainerConfig:
     tgt_word_dropout: float = knob(
         0.0, "word dropout: each piece of the decoder's training input becomes UNK with this chance (labels kept)"
     )
+    subword_sampling: float | None = knob(
+        None,
+        "each epoch, split each training piece into the two pieces BPE merged it from with this chance, and "
+        "those again (a BPE-dropout); None = always the best segmentation",
+    )
     clip_grad_norm: float = knob(1.0, "clip the gradient's global norm to this")
     eval_every: int = knob(500, "steps between validations (each also writes checkpoints/last.pt)")
     checkpoint_every: int | None = knob(None, "steps between checkpoints/last.pt; None -> eval_every")
@@ -263,6 +268,9 @@ class TrainerConfig:
         check_range("trainer.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         for key in ("src_word_dropout", "tgt_word_dropout"):
             check_range(f"trainer.{key}", getattr(self, key), 0, 1, high_open=True)
+        check_range(
+            "trainer.subword_sampling", self.subword_sampling, 0, 1, low_open=True, high_open=True, optional=True
+        )
         check_range("trainer.clip_grad_norm", self.clip_grad_norm, 0, low_open=True)
         check_range("trainer.max_minutes", self.max_minutes, 0, low_open=True, optional=True)
         check(len(self.betas) == 2, "trainer.betas", f"need two values in [0, 1), got {self.betas}")
@@ -303,6 +311,11 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_range("seed", self.seed, 0, MAX_SEED)
+        check(
+            self.trainer.subword_sampling is None or self.data.spm_model_type == "bpe",
+            "trainer.subword_sampling",
+            "splits pieces into the two that BPE merged: it needs data.spm_model_type=bpe",
+        )
 
 
 MODEL_SCHEMAS = {"transformer": TransformerConfig, "rnn": RNNConfig, "rnn_attention": RNNConfig}

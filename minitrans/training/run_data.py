@@ -24,6 +24,7 @@ from minitrans.core.metrics import PRESEGMENTED, SEGMENTING, bleu_tokenizer, cjk
 from minitrans.core.utils import write_atomic
 from minitrans.data.batching import TokenBatchSampler
 from minitrans.data.corpus import PreparedCorpus, describe, overlap_warnings, prepare_corpus, seen_in_training
+from minitrans.data.subword_sampling import SubwordSampling
 from minitrans.data.token_ids import TokenIds
 from minitrans.data.tokenize import tokenize_corpus, tokenize_pairs
 from minitrans.data.tokenizer import Tokenizer, model_text, model_texts
@@ -42,6 +43,7 @@ class TrainingData:
     sampler: TokenBatchSampler  # global batches: the same for any number of processes
     record: TrainingRecord  # what the model will know: language pair, corpus, source word forms
     report: dict  # where the data came from, what was cleaned, held out and left out (summary.json)
+    subword_sampling: SubwordSampling | None = None  # each epoch's ids drawn anew (trainer.subword_sampling)
 
 
 def train_tokenizer(cfg: DataConfig, corpus: PreparedCorpus) -> Tokenizer:
@@ -260,4 +262,17 @@ def prepare_training_data(
     except ValueError as error:
         raise ConfigError(f"trainer.batch_tokens: {error}") from None
     record = training_record(dcfg, corpus)
-    return TrainingData(tokenizer, splits, src_ids, tgt_ids, sampler, record, report)
+    sampling = None
+    if cfg.trainer.subword_sampling is not None:
+        sampling = SubwordSampling(
+            tokenizer, src_ids, tgt_ids, cfg.trainer.subword_sampling, cfg.seed, max_tokens, cfg.trainer.batch_tokens
+        )
+        drawn = sampling.epoch(0)
+        log.info(
+            "subword sampling: each epoch splits the pieces anew, each with chance %s (trainer.subword_sampling): "
+            "%.1f pieces a pair instead of %.1f in epoch 0",
+            cfg.trainer.subword_sampling,
+            float(np.mean(drawn[0].lengths + drawn[1].lengths)),
+            float(np.mean(src_ids.lengths + tgt_ids.lengths)),
+        )
+    return TrainingData(tokenizer, splits, src_ids, tgt_ids, sampler, record, report, sampling)

@@ -111,7 +111,7 @@ class Trainer:
             data = prepare_training_data(self.cfg, saved.get("tokenizer"), saved.get("training_data"))
         self.tokenizer, self.data, self.sampler = data.tokenizer, data.splits, data.sampler
         self.src_ids, self.tgt_ids, self.record = data.src_ids, data.tgt_ids, data.record
-        self.data_report = data.report
+        self.data_report, self.subword_sampling = data.report, data.subword_sampling
         if self.dist.is_main:
             self.tokenizer.save(self.out_dir / "tokenizer")
 
@@ -197,6 +197,8 @@ class Trainer:
         """The global batches from the state's position on, epoch after epoch."""
         state = self.state
         while True:
+            if self.subword_sampling is not None:  # this epoch's pieces, drawn anew (the same on every rank)
+                self.src_ids, self.tgt_ids, self.sampler = self.subword_sampling.epoch_batches(state.epoch)
             yield from self.sampler.batches(state.epoch)[state.batch_in_epoch :]
             state.epoch += 1
             state.batch_in_epoch = 0

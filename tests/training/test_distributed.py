@@ -94,8 +94,10 @@ WEIGHT_TOLERANCE = 1e-3
 
 
 @pytest.mark.slow
-def test_two_processes_resume_a_run_and_match_one_process(tmp_path, tiny_overrides, tiny_config):
-    common = ["model.dropout=0", "trainer.log_every=1", "trainer.eval_every=1000"]  # no dropout: the masks differ
+@pytest.mark.parametrize("extra", [[], ["trainer.subword_sampling=0.2"]], ids=["best-pieces", "sampled-pieces"])
+def test_two_processes_resume_a_run_and_match_one_process(tmp_path, tiny_overrides, tiny_config, extra):
+    # no dropout: the masks differ; subword sampling: each rank draws the same pieces as one process
+    common = ["model.dropout=0", "trainer.log_every=1", "trainer.eval_every=1000", *extra]
     threads = torch.get_num_threads()
     try:
         train(tiny_config(*common, "trainer.max_steps=12"), tmp_path / "one")  # the reference

@@ -5,6 +5,7 @@ cleanly; non-finite steps are skipped, then stop the run; the same seed gives th
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import signal
 import subprocess
@@ -23,8 +24,10 @@ LOGGED = ["trainer.log_every=1", "trainer.eval_every=1000"]  # every step's loss
 
 
 @pytest.mark.slow
-def test_a_killed_run_resumes_bitwise_at_an_epoch_boundary_and_mid_epoch(tmp_path, tiny_overrides, run_train):
-    common = [*tiny_overrides, *LOGGED, "model.dropout=0.2"]  # dropout: the torch generator must be restored
+@pytest.mark.parametrize("extra", [[], ["trainer.subword_sampling=0.2"]], ids=["best-pieces", "sampled-pieces"])
+def test_a_killed_run_resumes_bitwise_at_an_epoch_boundary_and_mid_epoch(tmp_path, tiny_overrides, run_train, extra):
+    # dropout: the torch generator must be restored; subword sampling: the epoch's pieces drawn again
+    common = [*tiny_overrides, *LOGGED, "model.dropout=0.2", *extra]
     reference = tmp_path / "reference"
     done = run_train(*common, "trainer.max_steps=40", f"hydra.run.dir={reference}")
     assert done.returncode == 0, done.stderr
@@ -163,18 +166,34 @@ def test_a_diverging_run_exits_with_one_error_line(tmp_path, tiny_overrides, run
     assert load_checkpoint(run / "checkpoints" / "last.pt")["state"]["step"] == 1
 
 
-def test_the_same_seed_gives_bitwise_the_same_weights_and_another_seed_does_not(tmp_path, tiny_config):
+@pytest.mark.parametrize("extra", [[], ["trainer.subword_sampling=0.2"]], ids=["best-pieces", "sampled-pieces"])
+def test_the_same_seed_gives_bitwise_the_same_weights_and_another_seed_does_not(tmp_path, tiny_config, extra):
     threads = torch.get_num_threads()
     try:
         runs = {}
         for name, seed in (("a", 0), ("b", 0), ("c", 1)):
-            cfg = tiny_config(f"seed={seed}", "trainer.max_steps=8", "trainer.eval_every=1000", "model.dropout=0.2")
+            cfg = tiny_config(
+                f"seed={seed}", "trainer.max_steps=8", "trainer.eval_every=1000", "model.dropout=0.2", *extra
+            )
             train(cfg, tmp_path / name)
             runs[name] = last_weights(tmp_path / name)
     finally:
         torch.set_num_threads(threads)
     assert_bitwise_equal(runs["a"], runs["b"])
     assert any(not torch.equal(runs["a"][k], runs["c"][k]) for k in runs["a"])
+
+
+def test_subword_sampling_changes_what_the_model_reads_and_says_so(tmp_path, tiny_config, caplog):
+    threads = torch.get_num_threads()
+    try:
+        with caplog.at_level(logging.INFO, logger="minitrans.training.run_data"):
+            for name, extra in (("best", []), ("sampled", ["trainer.subword_sampling=0.2"])):
+                train(tiny_config("trainer.max_steps=4", "trainer.eval_every=1000", *extra), tmp_path / name)
+    finally:
+        torch.set_num_threads(threads)
+    assert "subword sampling: each epoch splits the pieces anew, each with chance 0.2" in caplog.text
+    best, sampled = last_weights(tmp_path / "best"), last_weights(tmp_path / "sampled")
+    assert any(not torch.equal(best[k], sampled[k]) for k in best)
 
 
 def test_the_trainer_writes_what_checkpoint_payload_builds(tmp_path, tiny_config):
