@@ -88,6 +88,7 @@ class SubwordSampling:
     batch_tokens: int  # a pair's limit: it must fit in one batch
     src_splits: np.ndarray = field(init=False, repr=False)
     tgt_splits: np.ndarray = field(init=False, repr=False)
+    drawn: tuple[int, tuple[TokenIds, TokenIds]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.src_splits = merge_splits(self.tokenizer.src)
@@ -95,7 +96,10 @@ class SubwordSampling:
 
     def epoch(self, epoch: int) -> tuple[TokenIds, TokenIds]:
         """The pairs' ids drawn for ``epoch``: a pair drawn longer than a limit keeps its best
-        segmentation."""
+        segmentation. The last epoch drawn is kept: the log line that counts epoch 0's pieces and
+        the trainer's first epoch share one draw."""
+        if self.drawn is not None and self.drawn[0] == epoch:
+            return self.drawn[1]
         rng = np.random.default_rng([self.seed, epoch])
         src = split_pieces(self.best_src, self.src_splits, self.p, rng)
         tgt = split_pieces(self.best_tgt, self.tgt_splits, self.p, rng)
@@ -107,6 +111,7 @@ class SubwordSampling:
         if not fits.all():
             src = TokenIds.from_lists(src[i] if ok else self.best_src[i] for i, ok in enumerate(fits))
             tgt = TokenIds.from_lists(tgt[i] if ok else self.best_tgt[i] for i, ok in enumerate(fits))
+        self.drawn = (epoch, (src, tgt))
         return src, tgt
 
     def epoch_batches(self, epoch: int) -> tuple[TokenIds, TokenIds, TokenBatchSampler]:

@@ -75,6 +75,17 @@ def test_each_epoch_draws_anew_and_an_epoch_drawn_again_is_the_same(tok):
     assert len(src0) == len(EN)
 
 
+def test_the_last_epoch_drawn_is_kept_and_an_earlier_one_is_drawn_again_alike(tok):
+    one = sampling(tok)
+    first = one.epoch(0)
+    kept = one.epoch(0)  # the log line's draw and the trainer's first epoch: one draw
+    assert kept[0] is first[0] and kept[1] is first[1]
+    one.epoch(1)
+    src, tgt = one.epoch(0)  # drawn again from its seed, not the kept epoch 1
+    assert src is not first[0]
+    assert np.array_equal(src.flat, first[0].flat) and np.array_equal(tgt.offsets, first[1].offsets)
+
+
 def test_a_pair_drawn_too_long_keeps_its_best_segmentation(tok):
     best_src, best_tgt = tok.encode_src(EN), tok.encode_tgt(DE)
 
