@@ -98,7 +98,7 @@ def ratio_figures(seconds: list[float], reference_seconds: list[float]) -> dict:
 
 
 def benchmark_size(name: str, size: TransformerConfig, batches, vocab_size, options, device) -> dict:
-    size = replace(size, dropout=options["dropout"], norm_first=options["norm_first"])
+    size = replace(size.with_dropout(options["dropout"]), norm_first=options["norm_first"])
     models, steps = {}, {}
     for model_name in MODEL_NAMES:
         torch.manual_seed(0)

@@ -8,7 +8,7 @@ impossible value with a :class:`~minitrans.core.checks.ConfigError` naming the k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from minitrans.core.checks import check, check_range, positive_number
 from minitrans.core.knob import knob
@@ -104,6 +104,12 @@ class TransformerConfig:
             self.d_k = self.d_model // self.num_heads
         if self.d_v is None:
             self.d_v = self.d_k
+
+    def with_dropout(self, p: float) -> TransformerConfig:
+        """This config with dropout ``p`` in every place. ``replace(cfg, dropout=p)`` alone is not
+        that: ``__post_init__`` has recorded the attention and feed-forward rates that followed
+        the old ``dropout``, and ``replace`` keeps them."""
+        return replace(self, dropout=p, attention_dropout=p, ff_dropout=p)
 
     def scores_divisor(self) -> float | None:
         """What the scores Q Kᵀ are divided by; None for √Dk (attention's own default)."""

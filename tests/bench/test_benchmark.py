@@ -4,6 +4,7 @@ import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
@@ -157,6 +158,24 @@ def test_torch_twin_computes_the_same_function_given_the_same_weights(norm_first
         torch.testing.assert_close(twin(src, tgt), ours(src, tgt), atol=1e-5, rtol=1e-5)
 
 
+def test_the_benchmarked_models_drop_out_at_the_rate_they_are_timed_with():
+    """Both benchmarks time the recipe's dropout in every place of our model: attention weights,
+    feed-forward and residuals (a model without attention dropout takes another kernel)."""
+    from minitrans.bench import speed_measures
+
+    assert speed_measures.MULTI30K_SIZE.attention_dropout == speed_measures.MULTI30K_SIZE.ff_dropout == 0.2
+    captured = {}
+
+    def build_and_stop(name, vocab, size):
+        captured[name] = build(name, vocab, size)
+        raise StopIteration
+
+    with mock.patch("minitrans.bench.training.build", build_and_stop), pytest.raises(StopIteration):
+        bench.benchmark_size("tiny", SIZES["tiny"], [], 40, {"dropout": 0.1, "norm_first": True}, torch.device("cpu"))
+    rates = {m.p for m in captured["minitrans"].modules() if isinstance(m, nn.Dropout)}
+    assert rates == {0.1}
+
+
 def test_each_speed_measure_is_turned_off_and_back_on_and_decodes_the_same(small_run, capsys):
     """python -m minitrans.bench.speed_measures: a line per measure of each workload, the
     decoding measures changing no output, and every measure back on afterwards."""
@@ -183,8 +202,11 @@ def test_each_speed_measure_is_turned_off_and_back_on_and_decodes_the_same(small
     step_lines = out.split("beam 5")[0]
     for measure in ("fused attention kernel", "packed_tokens", "the loss in fewer passes"):
         assert measure in step_lines
+    first_step_line = next(line for line in step_lines.splitlines() if line.startswith("  "))
+    assert first_step_line.strip().startswith(speed_measures.AA)  # the yardstick comes first
     decoding_lines = [line for line in out.split("beam 5")[1].splitlines() if "outputs differ" in line]
-    assert len(decoding_lines) == 4 and all("(0 outputs differ)" in line for line in decoding_lines)
+    assert len(decoding_lines) == 5 and all("(0 outputs differ)" in line for line in decoding_lines)
+    assert decoding_lines[0].strip().startswith(speed_measures.AA)
     model = build("minitrans", 40, SIZES["tiny"])
     with speed_measures.fused_off(model):
         assert not any(m.use_fused for m in model.modules() if hasattr(m, "use_fused"))

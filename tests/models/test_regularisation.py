@@ -3,6 +3,8 @@ own rates, and word dropout on the source and on the decoder's input."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from helpers.models import tiny_model_config
@@ -31,6 +33,18 @@ def test_attention_and_feed_forward_dropout_take_their_own_rates(implementation)
 def test_unset_attention_and_ff_dropout_follow_model_dropout_and_are_recorded():
     cfg = tiny_model_config(dropout=0.15)
     assert (cfg.attention_dropout, cfg.ff_dropout) == (0.15, 0.15)
+
+
+def test_with_dropout_moves_every_rate_where_replace_keeps_the_recorded_ones():
+    """A config's recorded attention and feed-forward rates survive ``replace(cfg, dropout=p)``
+    (the benchmarks measured models without attention dropout that way); ``with_dropout`` moves all."""
+    cfg = tiny_model_config()  # dropout 0, so both recorded rates are 0
+    assert replace(cfg, dropout=0.2).attention_dropout == 0.0  # the trap, as dataclasses have it
+    moved = cfg.with_dropout(0.2)
+    assert (moved.dropout, moved.attention_dropout, moved.ff_dropout) == (0.2, 0.2, 0.2)
+    model = build_model(moved, VocabSizes(40, 40))
+    rates = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+    assert rates == {0.2}
 
 
 @pytest.mark.parametrize("key", ["attention_dropout", "ff_dropout"])
