@@ -179,6 +179,11 @@ class TrainerConfig:
         "each epoch, split each training piece into the two pieces BPE merged it from with this chance, and "
         "those again (a BPE-dropout); None = always the best segmentation",
     )
+    r_drop: float = knob(
+        0.0,
+        "R-Drop: each batch runs twice with its own dropout masks, and the loss adds this weight times the two "
+        "predictions' symmetric KL divergence (halved, as the token loss is the copies' mean); 0 = off",
+    )
     clip_grad_norm: float = knob(1.0, "clip the gradient's global norm to this")
     eval_every: int = knob(500, "steps between validations (each also writes checkpoints/last.pt)")
     checkpoint_every: int | None = knob(None, "steps between checkpoints/last.pt; None -> eval_every")
@@ -266,6 +271,7 @@ class TrainerConfig:
         check_range("trainer.min_lr_ratio", self.min_lr_ratio, 0, 1)
         check_range("trainer.weight_decay", self.weight_decay, 0, 10)
         check_range("trainer.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
+        check_range("trainer.r_drop", self.r_drop, 0)
         for key in ("src_word_dropout", "tgt_word_dropout"):
             check_range(f"trainer.{key}", getattr(self, key), 0, 1, high_open=True)
         check_range(

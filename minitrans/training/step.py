@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from minitrans.core.config import PRECISIONS
 from minitrans.data.batching import Batch
+from minitrans.data.tokenizer import PAD_ID
 from minitrans.models.loss import token_loss
 
 FUSED_ADAM_DEVICES = ("cpu", "cuda")  # where torch.optim.Adam(fused=True) has a kernel
@@ -94,6 +95,16 @@ def _no_reduction(loss: Tensor) -> Tensor:
     return loss
 
 
+def agreement_loss(logits: Tensor, tgt_out: Tensor) -> Tensor:
+    """R-Drop's term (Liang et al. 2021) for a batch run twice: logits (2B, T, V), the two copies
+    one after the other, each with its own dropout masks; tgt_out (B, T) -> (). The symmetric KL
+    divergence between the two copies' predicted distributions, KL(p1 || p2) + KL(p2 || p1) =
+    sum over words of (p1 - p2)(log p1 - log p2), summed over the real target tokens, in float32."""
+    first, second = logits.float().log_softmax(dim=-1).chunk(2)  # (B, T, V) each
+    both_ways = (first.exp() - second.exp()) * (first - second)  # (B, T, V)
+    return both_ways.sum(dim=-1).masked_fill(tgt_out == PAD_ID, 0.0).sum()  # (B, T) -> ()
+
+
 def train_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -104,6 +115,7 @@ def train_step(
     autocast_dtype: torch.dtype | None = None,
     reduce_loss: Callable[[Tensor], Tensor] = _no_reduction,
     loss_fn: Callable[[Tensor, Tensor, float], Tensor] = token_loss,
+    r_drop: float = 0.0,
 ) -> Tensor | None:
     """One update of the optimizer's parameters from ``batch`` (already on the model's device).
 
@@ -116,6 +128,11 @@ def train_step(
     (:func:`minitrans.models.build.training_loss` gives the model's). Returns that mean, a 0-d float tensor, or None when it or the gradient norm was not
     finite: then nothing is updated and the gradients are cleared. The learning-rate schedule is
     the caller's to step (the trainer steps it once its ranks agree on the training time).
+
+    ``r_drop`` > 0 runs the batch twice in one forward pass (the copies stacked, so each draws
+    its own dropout masks) and minimises the mean of the two copies' token losses plus
+    ``r_drop / 4`` times their :func:`agreement_loss`: R-Drop's loss with weight ``r_drop``,
+    halved. What it returns is still the token loss alone, comparable with a run without it.
     """
     model.train()
     precision = (
@@ -124,11 +141,18 @@ def train_step(
         else torch.autocast(batch.src.device.type, dtype=autocast_dtype)
     )
     with precision:
-        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        # nothing reads the logits after the loss, which may reuse their buffer (the fast loss does)
-        loss = loss_fn(logits, batch.tgt_out, label_smoothing) * loss_scale
+        if r_drop > 0:
+            src, tgt_in, tgt_out = (torch.cat([part, part]) for part in (batch.src, batch.tgt_in, batch.tgt_out))
+            logits = model(src, tgt_in)  # (2B, T, V)
+            agreement = agreement_loss(logits, batch.tgt_out)  # before the loss, which may reuse the logits
+            loss = loss_fn(logits, tgt_out, label_smoothing) * (loss_scale / 2)  # the copies' mean
+            objective = loss + agreement * (r_drop / 4 * loss_scale)
+        else:
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+            # nothing reads the logits after the loss, which may reuse their buffer (the fast loss does)
+            loss = objective = loss_fn(logits, batch.tgt_out, label_smoothing) * loss_scale
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    objective.backward()
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
     grad_norm = torch.nn.utils.clip_grad_norm_(parameters, clip_grad_norm)
     mean_loss = reduce_loss(loss.detach().float())
@@ -140,6 +164,7 @@ def train_step(
 
 
 __all__ = [
+    "agreement_loss",
     "autocast_dtype_for",
     "enable_tf32",
     "load_optimizer_state",

@@ -227,6 +227,7 @@ class Trainer:
             autocast_dtype=self.autocast_dtype,
             reduce_loss=lambda loss: distributed.all_reduce_sum(loss / world, self.dist),
             loss_fn=self.loss_fn,
+            r_drop=tcfg.r_drop,
         )
         loss = None if mean_loss is None else mean_loss.item()
         state.batch_in_epoch += 1

@@ -127,3 +127,66 @@ def test_the_step_takes_no_schedule_and_the_trainer_method_is_not_its_namesake()
 
     assert "scheduler" not in inspect.signature(train_step).parameters
     assert not hasattr(Trainer, "train_step") and callable(Trainer.train_batch)
+
+
+def test_the_agreement_term_is_the_symmetric_kl_divergence_over_real_tokens():
+    """R-Drop's term against torch's own KL divergence, both ways, on the real target tokens only;
+    zero for two identical copies."""
+    from minitrans.data.tokenizer import PAD_ID
+    from minitrans.training.step import agreement_loss
+
+    torch.manual_seed(0)
+    logits = torch.randn(2 * 3, 4, 7)  # (2B, T, V): two copies of a batch of 3
+    tgt_out = torch.randint(4, 7, (3, 4))
+    tgt_out[0, 2:] = PAD_ID
+    p, q = logits.log_softmax(-1).chunk(2)
+    real = tgt_out != PAD_ID  # (B, T)
+    both_ways = torch.nn.functional.kl_div(q, p, log_target=True, reduction="none").sum(-1)  # KL(p || q)
+    both_ways += torch.nn.functional.kl_div(p, q, log_target=True, reduction="none").sum(-1)  # KL(q || p)
+    torch.testing.assert_close(agreement_loss(logits, tgt_out), both_ways[real].sum())
+    assert both_ways[~real].sum() > 0  # the padding would have counted
+    same = torch.cat([logits[:3], logits[:3]])
+    assert float(agreement_loss(same, tgt_out)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_r_drop_without_dropout_is_the_plain_step():
+    """Without dropout the two copies agree, the term is zero and the mean of the copies' losses
+    is the batch's own: one R-Drop step moves the weights as one plain step does (plain SGD,
+    whose update is the gradient: Adam's first step would blow rounding-sized gradients up to the
+    learning rate)."""
+    plain, doubled = tiny_fast_model(), tiny_fast_model()
+    doubled.load_state_dict(plain.state_dict())
+    batch = batches(1)[0]
+    results = []
+    for model, weight in ((plain, 0.0), (doubled, 4.0)):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        results.append(float(train_step(model, optimizer, batch, 1.0 / batch.num_tgt_tokens, 0.1, 1.0, r_drop=weight)))
+    assert results[0] == pytest.approx(results[1], rel=1e-5)
+    for a, b in zip(plain.parameters(), doubled.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_r_drop_pulls_the_two_copies_together_and_reports_the_token_loss_alone():
+    """With dropout the copies differ: the weight of the term changes the update, not the loss the
+    step reports (the same masks drawn, the same token loss)."""
+    batch = batches(1)[0]
+    start = tiny_model(vocab=VOCAB, d_model=32, d_ff=64, implementation="fast", dropout=0.3).state_dict()
+    reported, weights = [], []
+    for weight in (1e-6, 5.0):
+        model = tiny_model(vocab=VOCAB, d_model=32, d_ff=64, implementation="fast", dropout=0.3).train()
+        model.load_state_dict(start)
+        optimizer = make_optimizer(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+        torch.manual_seed(7)
+        reported.append(float(train_step(model, optimizer, batch, 1.0 / batch.num_tgt_tokens, 0.1, 1.0, r_drop=weight)))
+        weights.append([p.detach().clone() for p in model.parameters()])
+    assert reported[0] == pytest.approx(reported[1], rel=1e-6)
+    assert any(not torch.allclose(a, b) for a, b in zip(*weights))
+
+
+@pytest.mark.parametrize("weight", [-0.5, float("nan")])
+def test_a_negative_r_drop_weight_is_refused_by_name(weight):
+    from minitrans.core.checks import ConfigError
+    from minitrans.core.config import TrainerConfig
+
+    with pytest.raises(ConfigError, match="trainer.r_drop"):
+        TrainerConfig(r_drop=weight)
