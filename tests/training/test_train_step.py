@@ -190,3 +190,24 @@ def test_a_negative_r_drop_weight_is_refused_by_name(weight):
 
     with pytest.raises(ConfigError, match="trainer.r_drop"):
         TrainerConfig(r_drop=weight)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_r_drop_with_the_fast_loss_which_reuses_the_logits_is_r_drop_with_the_notes_loss(dropout):
+    """The fast loss overwrites the logits' buffer in place; the agreement term, computed from the
+    same logits before it, must still see (and pass gradients through) the logits as they were."""
+    from minitrans.models.fast.loss import step_loss
+    from minitrans.models.loss import token_loss
+
+    batch = batches(1)[0]
+    seen = []
+    for loss_fn in (token_loss, step_loss):
+        model = tiny_model(vocab=VOCAB, d_model=32, d_ff=64, implementation="fast", dropout=dropout).train()
+        torch.manual_seed(3)
+        loss = train_step(
+            model, torch.optim.SGD(model.parameters(), lr=0.0), batch, 0.1, 0.1, 1e9, loss_fn=loss_fn, r_drop=2.0
+        )
+        seen.append((float(loss), [p.grad.clone() for p in model.parameters()]))
+    assert seen[0][0] == pytest.approx(seen[1][0], rel=1e-5)
+    for a, b in zip(seen[0][1], seen[1][1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
