@@ -215,8 +215,7 @@ class Trainer:
         seed = (self.cfg.seed, state.epoch, state.batch_in_epoch, self.dist.rank)  # a resumed run draws the same
         batch = drop_words(batch, tcfg.src_word_dropout, tcfg.tgt_word_dropout, seed).to(self.device)
         global_tokens = sum(len(self.tgt_ids[i]) + 1 for i in indices)
-        # this rank's summed loss over the global batch's token count; DDP averages gradients
-        # over ranks, so * world makes the update the gradient of the global mean loss
+        # summed loss / the global batch's tokens; DDP averages over ranks, so * world: the global mean's gradient
         mean_loss = train_step(
             self.step_model,
             self.optimizer,
