@@ -474,7 +474,7 @@ def check_cross_attention(solution) -> None:
                           "the keys and values from the encoder's memory"),
         (b, t, heads * d_v): ("no_output_projection", "the heads' concatenation still needs W^O: merged @ w_o"),
     })  # fmt: skip
-    attn = MultiHeadAttention(d_model, heads, d_k, d_v, is_cross=True, use_fused=False)
+    attn = MultiHeadAttention(d_model, heads, d_k, d_v, is_cross=True)
     for linear, weight in ((attn.q_proj, w_q), (attn.kv_proj, torch.cat([w_k, w_v], dim=1)), (attn.out_proj, w_o)):
         linear.weight.copy_(weight.T)
         linear.bias.zero_()

@@ -12,7 +12,6 @@ A query row with nothing it may attend to gets all-zero weights and a zero outpu
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 
@@ -59,23 +58,6 @@ def scaled_dot_product_attention(
     return attended @ v, (weights if need_weights else None)  # (B, H, Lq, Dv)
 
 
-def fused_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool, dropout_p: float, scale: float | None = None
-) -> Tensor:
-    """The same computation through PyTorch's fused kernel (no weights available).
-
-    PyTorch's kernels disagree on fully masked rows, so those rows are zeroed here to keep
-    the project's convention; it costs one reduction over the mask, not over the scores.
-    """
-    if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
-    if is_causal:
-        mask = mask & make_causal_mask(q.shape[-2], q.device)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
-    has_key = mask.any(dim=-1, keepdim=True)  # (B, 1|H, 1|Lq, 1)
-    return torch.where(has_key, out, 0.0)  # (B, H, Lq, Dv)
-
-
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
     """(B, L, H·W) -> (B, H, L, W): each head's slice of the projection becomes its own sequence."""
     batch, length, width = x.shape
@@ -98,9 +80,7 @@ class MultiHeadAttention(nn.Module):
     checkpoints hold.
 
     ``scale`` multiplies the scores (None: 1/√Dk, as the notes scale them; the teaching switch
-    ``model.attention_scale`` gives another). ``use_fused``: PyTorch's fused kernel computes the
-    same softmax(QKᵀ · scale)V without materialising the weights (nanoGPT's ``if self.flash:``);
-    the written-out path runs whenever the weights are asked for.
+    ``model.attention_scale`` gives another).
     """
 
     def __init__(
@@ -112,11 +92,10 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         is_cross: bool = False,
         scale: float | None = None,
-        use_fused: bool = True,
     ) -> None:
         super().__init__()
         self.num_heads, self.d_k, self.d_v = num_heads, d_k, d_v or d_k
-        self.is_cross, self.scale, self.use_fused = is_cross, scale, use_fused
+        self.is_cross, self.scale = is_cross, scale
         self.dropout = nn.Dropout(dropout)  # on the attention weights
         qk_width, v_width = num_heads * self.d_k, num_heads * self.d_v
         if is_cross:
@@ -141,6 +120,25 @@ class MultiHeadAttention(nn.Module):
         k, v = self.kv_proj(memory).split([self.num_heads * self.d_k, self.num_heads * self.d_v], dim=-1)
         return split_heads(k, self.num_heads), split_heads(v, self.num_heads)
 
+    def project(
+        self, x: Tensor, memory: Tensor | None = None, kv_cache: dict | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """The heads' queries (B, H, Lq, Dk), keys (B, H, Lk, Dk) and values (B, H, Lk, Dv): from x
+        for self-attention, the keys and values from ``memory`` for cross-attention.
+
+        ``kv_cache`` ({"k", "v"}, a decoding step's): self-attention appends x's keys and values
+        to the earlier positions' there (the dict is updated); cross-attention takes the source's
+        from it, projected once (:meth:`project_kv`), and needs no ``memory``."""
+        if self.is_cross:
+            q = self.project_q(x)  # (B, H, Lq, Dk)
+            k, v = self.project_kv(memory) if kv_cache is None else (kv_cache["k"], kv_cache["v"])  # (B, H, Lk, Dk|Dv)
+            return q, k, v
+        q, k, v = self.project_qkv(x)  # (B, H, Lq, Dk|Dv)
+        if kv_cache is not None:  # the new positions see every earlier one: no mask needed
+            k = kv_cache["k"] = torch.cat([kv_cache["k"], k], dim=2)  # (B, H, Lk, Dk)
+            v = kv_cache["v"] = torch.cat([kv_cache["v"], v], dim=2)  # (B, H, Lk, Dv)
+        return q, k, v
+
     def forward(
         self,
         x: Tensor,
@@ -151,33 +149,15 @@ class MultiHeadAttention(nn.Module):
         kv_cache: dict | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """x (B, Lq, D) gives the queries; the keys and values come from ``memory`` (B, Lk, D) for
-        cross-attention, from x for self-attention. Returns (B, Lq, D) and, when ``need_weights``,
-        the weights (B, H, Lq, Lk).
-
-        ``kv_cache`` ({"k", "v"}, a decoding step's): self-attention appends x's keys and values
-        to the earlier positions' there (the dict is updated); cross-attention takes the source's
-        from it, projected once (:meth:`project_kv`), and needs no ``memory``."""
-        if self.is_cross:
-            q = self.project_q(x)  # (B, H, Lq, Dk)
-            k, v = self.project_kv(memory) if kv_cache is None else (kv_cache["k"], kv_cache["v"])  # (B, H, Lk, Dk|Dv)
-        else:
-            q, k, v = self.project_qkv(x)  # (B, H, Lq, Dk|Dv)
-            if kv_cache is not None:  # the new positions see every earlier one: no mask needed
-                k = kv_cache["k"] = torch.cat([kv_cache["k"], k], dim=2)  # (B, H, Lk, Dk)
-                v = kv_cache["v"] = torch.cat([kv_cache["v"], v], dim=2)  # (B, H, Lk, Dv)
-        if self.use_fused and not need_weights:
-            dropout_p = self.dropout.p if self.training else 0.0
-            out, weights = fused_attention(q, k, v, mask, is_causal, dropout_p, self.scale), None
-        else:
-            out, weights = scaled_dot_product_attention(
-                q, k, v, mask, is_causal, self.dropout, need_weights, self.scale
-            )
+        cross-attention, from x for self-attention (:meth:`project`, which ``kv_cache`` serves
+        in decoding). Returns (B, Lq, D) and, when ``need_weights``, the weights (B, H, Lq, Lk)."""
+        q, k, v = self.project(x, memory, kv_cache)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal, self.dropout, need_weights, self.scale)
         return self.out_proj(merge_heads(out)), weights  # (B, H, Lq, Dv) -> (B, Lq, H·Dv) -> (B, Lq, D)
 
 
 __all__ = [
     "MultiHeadAttention",
-    "fused_attention",
     "make_causal_mask",
     "make_padding_mask",
     "merge_heads",

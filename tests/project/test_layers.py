@@ -188,7 +188,17 @@ def test_no_module_is_longer_than_one_sitting():
 FAST_ROOM = "minitrans.models.fast"
 # the one place that makes the notes model fast, and the benchmark that turns its measures off one by one
 APPLIES_FAST = {"minitrans.models.build", "minitrans.bench.speed_measures"}
-FAST_NAMES = ("Fast", "make_fast", "step_loss", "PackedTokens", "packed_tokens", "fused_kernel_pays")
+FAST_NAMES = (
+    "Fast",
+    "make_fast",
+    "step_loss",
+    "PackedTokens",
+    "packed_tokens",
+    "fused_kernel_pays",
+    "fused_attention",
+    "use_fused",
+)
+NOTES_MODEL = ("models/attention.py", "models/transformer.py", "models/rnn.py", "models/loss.py")
 
 
 def test_only_the_builder_imports_the_fast_room():
@@ -217,6 +227,22 @@ def test_nothing_outside_the_fast_room_names_its_internals(path: Path):
     named = sorted(n for n in names if n.startswith(FAST_NAMES[0]) and n != "FastAPI" or n in FAST_NAMES[1:])
     code_strings = [s for s in strings if any(f in s for f in FAST_NAMES[1:]) and " " not in s.strip()]
     assert named == [] and code_strings == [], f"{name} names the fast room's internals: {named + code_strings}"
+
+
+@pytest.mark.parametrize("relative", NOTES_MODEL)
+def test_the_notes_model_computes_attention_written_out(relative: str):
+    """No fused kernel and no switch to one in the notes model: attention there is the formula
+    written out (``scaled_dot_product_attention`` of models/attention.py); the fused kernel is
+    the fast room's."""
+    tree = ast.parse((PACKAGE / relative).read_text(encoding="utf-8"))
+    calls = [
+        ast.unparse(node.func)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("scaled_dot_product_attention", "multi_head_attention_forward")
+    ]
+    assert calls == [], f"{relative} calls PyTorch's attention: {calls}"
 
 
 DEVELOPMENT = PACKAGE.parent / "docs" / "development.md"

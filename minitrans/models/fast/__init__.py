@@ -11,8 +11,8 @@ replaces, and why (each measure's gain is in docs/performance.md, "What each spe
 | ``nn.Dropout``                   | ``dropout.Dropout``: packed random bits      | PyTorch's CPU dropout draws one random number per element    |
 | ``FeedForward`` ReLU + dropout   | ``FastFeedForward``: ``relu_dropout``        | one autograd node whose backward keeps no mask               |
 | ``Residual`` add + dropout       | ``FastResidual``: ``dropout_add``            | one pass forward, one multiply backward                      |
-| ``MultiHeadAttention`` path      | ``FastMultiHeadAttention``                   | the written-out path where the fused CPU kernel is slower    |
-|                                  |                                             | (dropout in training, a decoding step's few queries)         |
+| ``MultiHeadAttention`` formula   | ``FastMultiHeadAttention``: fused kernel     | PyTorch's kernel skips the weights; not taken where it is    |
+|                                  | (``fused_attention``) where it pays          | slower (CPU dropout in training, a step's few queries)       |
 | cross-attention cache per beam   | ``FastTransformer.reorder_cache``            | a sentence's beams share its source's keys and values        |
 | ``Transformer.encode``           | ``FastTransformer.encode``: ``packed_tokens``| no mask when nothing is padded; position-wise work on real   |
 |                                  |                                             | tokens only                                                  |

@@ -1,5 +1,5 @@
-"""Multi-head attention made fast: which path each call takes, and a sentence's beams sharing
-its source's keys and values.
+"""Multi-head attention made fast: PyTorch's fused kernel where it pays, the notes' written-out
+formula elsewhere, and a sentence's beams sharing its source's keys and values.
 
 Shape legend: B batch, H heads, Lq query length, Lk key length, D model width, Dk per-head key
 width, Dv per-head value width, N decoder rows (beams), n sentences, K beams per sentence.
@@ -9,11 +9,36 @@ The computation is the notes' (:class:`minitrans.models.attention.MultiHeadAtten
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
-from minitrans.models.attention import MultiHeadAttention, fused_attention, scaled_dot_product_attention
+from minitrans.models.attention import (
+    MultiHeadAttention,
+    make_causal_mask,
+    merge_heads,
+    scaled_dot_product_attention,
+)
 
 FEW_QUERIES = 16  # a decoding step's one query per row, or a sentence's K beams as K queries
+
+
+def fused_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool, dropout_p: float, scale: float | None = None
+) -> Tensor:
+    """The notes' :func:`~minitrans.models.attention.scaled_dot_product_attention` through
+    PyTorch's fused kernel, which computes softmax(QKᵀ · scale)V without materialising the
+    weights (nanoGPT's ``if self.flash:``); (B, H, Lq, Dk) ... -> (B, H, Lq, Dv).
+
+    PyTorch's kernels disagree on fully masked rows, so those rows are zeroed here to keep
+    the project's convention; it costs one reduction over the mask, not over the scores.
+    """
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
+    if is_causal:
+        mask = mask & make_causal_mask(q.shape[-2], q.device)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
+    has_key = mask.any(dim=-1, keepdim=True)  # (B, 1|H, 1|Lq, 1)
+    return torch.where(has_key, out, 0.0)  # (B, H, Lq, Dv)
 
 
 def fused_kernel_pays(attn: MultiHeadAttention, queries: int, device: torch.device) -> bool:
@@ -28,26 +53,30 @@ def fused_kernel_pays(attn: MultiHeadAttention, queries: int, device: torch.devi
     return queries > FEW_QUERIES or torch.is_grad_enabled()
 
 
-def attend_padded(attn: MultiHeadAttention, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
-    """The attention of ``attn`` on heads already projected (the packed encoder's): (B, H, Lq, Dk)
-    ... -> (B, H, Lq, Dv), through whichever path pays."""
-    if attn.use_fused and fused_kernel_pays(attn, q.shape[-2], q.device):
-        return fused_attention(q, k, v, mask, False, attn.dropout.p if attn.training else 0.0, attn.scale)
-    return scaled_dot_product_attention(q, k, v, mask, False, attn.dropout, False, attn.scale)[0]
-
-
 class FastMultiHeadAttention(MultiHeadAttention):
-    """The notes' attention, taking the written-out path where the fused kernel does not pay
-    (:func:`fused_kernel_pays`; the written-out path is the one that returns the weights, which
-    are then dropped), and letting the K beams of a sentence attend as K queries of one row over
-    its source's keys and values, kept once per sentence (``FastTransformer.reorder_cache``)."""
+    """The notes' attention, through PyTorch's fused kernel where it pays (:func:`fused_kernel_pays`)
+    and nobody asks for the weights, and letting the K beams of a sentence attend as K queries of
+    one row over its source's keys and values, kept once per sentence
+    (``FastTransformer.reorder_cache``). ``use_fused = False`` on a module keeps it on the
+    written-out path (the speed measures turn the kernel off that way)."""
+
+    use_fused = True
 
     def forward(self, x, memory=None, mask=None, is_causal=False, need_weights=False, kv_cache=None):
         if self.is_cross and kv_cache is not None and kv_cache["k"].shape[0] != x.shape[0]:
             return self._beams_over_one_source(x, mask, need_weights, kv_cache)
-        written_out = need_weights or not fused_kernel_pays(self, x.shape[1], x.device)
-        out, weights = super().forward(x, memory, mask, is_causal, written_out, kv_cache)
-        return out, (weights if need_weights else None)
+        q, k, v = self.project(x, memory, kv_cache)  # (B, H, Lq|Lk, Dk|Dv)
+        out, weights = self.attend(q, k, v, mask, is_causal, need_weights)
+        return self.out_proj(merge_heads(out)), weights  # (B, H, Lq, Dv) -> (B, Lq, D)
+
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool = False, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """The heads' attention, (B, H, Lq, Dk) ... -> (B, H, Lq, Dv) and the weights when asked
+        for (the packed encoder calls it on heads it projected itself)."""
+        if need_weights or not (self.use_fused and fused_kernel_pays(self, q.shape[-2], q.device)):
+            return scaled_dot_product_attention(q, k, v, mask, is_causal, self.dropout, need_weights, self.scale)
+        return fused_attention(q, k, v, mask, is_causal, self.dropout.p if self.training else 0.0, self.scale), None
 
     def _beams_over_one_source(self, x: Tensor, mask: Tensor | None, need_weights: bool, kv_cache: dict):
         rows, sentences = x.shape[0], kv_cache["k"].shape[0]
@@ -60,4 +89,4 @@ class FastMultiHeadAttention(MultiHeadAttention):
         return out.reshape(rows, 1, -1), weights  # (N, 1, D)
 
 
-__all__ = ["FastMultiHeadAttention", "attend_padded", "fused_kernel_pays"]
+__all__ = ["FastMultiHeadAttention", "fused_attention", "fused_kernel_pays"]

@@ -22,8 +22,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from minitrans.models.attention import MultiHeadAttention, merge_heads, split_heads
-from minitrans.models.fast.attention import attend_padded
+from minitrans.models.attention import merge_heads, split_heads
+from minitrans.models.fast.attention import FastMultiHeadAttention
 
 
 class PackedTokens:
@@ -49,14 +49,14 @@ class PackedTokens:
         padded = x.new_zeros(self.batch * self.length, *x.shape[1:])  # (B·S, ...)
         return padded.index_copy(0, self.rows, x).view(self.batch, self.length, *x.shape[1:])  # (B, S, ...)
 
-    def self_attention(self, attn: MultiHeadAttention, h: Tensor, src_mask: Tensor) -> Tensor:
+    def self_attention(self, attn: FastMultiHeadAttention, h: Tensor, src_mask: Tensor) -> Tensor:
         """``attn(h, mask=src_mask)`` for packed h (N, D) -> (N, D): the projections on the real
         tokens, the attention itself over the padded batch."""
         qkv = self.unpack(attn.qkv_proj(h))  # (N, 2·H·Dk + H·Dv) -> (B, S, 2·H·Dk + H·Dv)
         qk_width = attn.num_heads * attn.d_k
         q, k, v = qkv.split([qk_width, qk_width, attn.num_heads * attn.d_v], dim=-1)  # (B, S, H·Dk|H·Dv)
         q, k, v = (split_heads(part, attn.num_heads) for part in (q, k, v))  # (B, H, S, Dk|Dv)
-        out = merge_heads(attend_padded(attn, q, k, v, src_mask))  # (B, S, H·Dv)
+        out = merge_heads(attn.attend(q, k, v, src_mask)[0])  # (B, S, H·Dv)
         return attn.out_proj(self.pack(out))  # (N, D)
 
 

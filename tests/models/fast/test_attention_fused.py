@@ -9,11 +9,11 @@ import torch.nn.functional as F
 from minitrans.core.config import TransformerConfig
 from minitrans.models.attention import (
     MultiHeadAttention,
-    fused_attention,
     make_causal_mask,
     make_padding_mask,
     scaled_dot_product_attention,
 )
+from minitrans.models.fast.attention import FastMultiHeadAttention, fused_attention
 from minitrans.models.fast.dropout import Dropout, dropout
 from minitrans.models.fast.transformer import FastTransformer, make_fast
 from minitrans.models.transformer import Transformer
@@ -39,7 +39,7 @@ CASES = {
 }
 
 
-def run_attention(attn: MultiHeadAttention, use_fused: bool, case: dict, seed: int = 0):
+def run_attention(attn: FastMultiHeadAttention, use_fused: bool, case: dict, seed: int = 0):
     """Output and the gradients of the input(s) and every parameter, for one path."""
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(3, 6, 16, generator=gen, requires_grad=True)
@@ -57,7 +57,7 @@ def run_attention(attn: MultiHeadAttention, use_fused: bool, case: dict, seed: i
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_fused_and_reference_paths_agree_with_gradients(case):
     torch.manual_seed(0)
-    attn = MultiHeadAttention(16, 4, 4, dropout=0.0, is_cross=case["cross"]).train()
+    attn = make_fast(MultiHeadAttention(16, 4, 4, dropout=0.0, is_cross=case["cross"])).train()
     fused_out, fused_grads = run_attention(attn, True, case)
     ref_out, ref_grads = run_attention(attn, False, case)
     torch.testing.assert_close(fused_out, ref_out, **TOL)
@@ -124,7 +124,7 @@ def test_transformer_paths_agree_in_training_mode_without_dropout(padded):
         dropout=0.0,
         share_embeddings=False,
     )
-    model = Transformer(cfg, 30, 30, PAD).train()
+    model = make_fast(Transformer(cfg, 30, 30, PAD)).train()
     src = torch.randint(4, 30, (3, 6))
     if padded:
         src[1, 3:] = PAD
@@ -235,16 +235,16 @@ def test_module_dropout_acts_in_training_only_and_defaults_to_none():
 
 
 def test_the_fused_kernel_serves_exactly_where_it_has_what_is_asked(monkeypatch):
-    """The notes model: fused unless the weights are wanted. The fast model on the CPU also takes
-    the written-out path in training with dropout (PyTorch's CPU kernel has none) and for a
-    decoding step's few queries without autograd."""
-    import minitrans.models.attention as attention
+    """The notes model: never (the formula written out). The fast model: fused unless the weights
+    are wanted, and on the CPU also written out in training with dropout (PyTorch's CPU kernel
+    has none) and for a decoding step's few queries without autograd."""
+    import minitrans.models.fast.attention as attention
 
     calls = []
     real = attention.fused_attention
     monkeypatch.setattr(attention, "fused_attention", lambda *a: calls.append(a[5]) or real(*a))  # a[5]: dropout_p
     x = torch.randn(1, 4, 16)
-    notes = {("eval", False): [0.0], ("eval", True): [], ("train", False): [0.2], ("train", True): []}
+    notes = {("eval", False): [], ("eval", True): [], ("train", False): [], ("train", True): []}
     fast = {("eval", False): [0.0], ("eval", True): [], ("train", False): [], ("train", True): []}
     for attn, expected in (
         (MultiHeadAttention(16, 4, 4, dropout=0.2), notes),

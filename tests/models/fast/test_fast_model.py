@@ -141,13 +141,13 @@ def test_greedy_and_beam_outputs_are_the_same_ids(size, beam, use_cache):
 def test_decoding_steps_on_the_cpu_take_the_written_out_path_and_match_the_notes(monkeypatch):
     """A step's few queries (one per row) skip PyTorch's fused kernel, which costs up to twice
     the two small products there; the logits stay the notes model's."""
-    import minitrans.models.attention as attention
+    import minitrans.models.fast.attention as attention
 
     notes, fast = twins()
     src, tgt_in, _ = batch(True)
     with torch.no_grad():
         enc, _ = notes.eval().encode(src)
-        want = notes.step(enc, tgt_in[:, 0], notes.init_cache(enc))[0]  # the fused kernel, as the notes say
+        want = notes.step(enc, tgt_in[:, 0], notes.init_cache(enc))[0]
 
         def refuse(*args, **kwargs):
             raise AssertionError("the fused kernel was called for a decoding step")
