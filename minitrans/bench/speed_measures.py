@@ -84,14 +84,18 @@ def classes_reverted(model: nn.Module, fast_to_notes: dict[type, type]) -> Itera
 
 @contextlib.contextmanager
 def fused_off(model: nn.Module) -> Iterator[None]:
-    attentions = [(m, m.use_fused) for m in model.modules() if hasattr(m, "use_fused")]
+    # the fast class says use_fused = True; a module's own attribute, set here, overrides it
+    attentions = [(m, vars(m).get("use_fused")) for m in model.modules() if hasattr(m, "use_fused")]
     for module, _ in attentions:
         module.use_fused = False
     try:
         yield
     finally:
-        for module, was in attentions:
-            module.use_fused = was
+        for module, own in attentions:
+            if own is None:
+                del module.use_fused
+            else:
+                module.use_fused = own
 
 
 def _torch_topk(x, k):

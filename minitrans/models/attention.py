@@ -127,7 +127,8 @@ class MultiHeadAttention(nn.Module):
         for self-attention, the keys and values from ``memory`` for cross-attention.
 
         ``kv_cache`` ({"k", "v"}, a decoding step's): self-attention appends x's keys and values
-        to the earlier positions' there (the dict is updated); cross-attention takes the source's
+        to the earlier positions' there (it updates the dict it is given: the cache grows by one
+        position a step); cross-attention takes the source's
         from it, projected once (:meth:`project_kv`), and needs no ``memory``."""
         if self.is_cross:
             q = self.project_q(x)  # (B, H, Lq, Dk)
@@ -149,8 +150,8 @@ class MultiHeadAttention(nn.Module):
         kv_cache: dict | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """x (B, Lq, D) gives the queries; the keys and values come from ``memory`` (B, Lk, D) for
-        cross-attention, from x for self-attention (:meth:`project`, which ``kv_cache`` serves
-        in decoding). Returns (B, Lq, D) and, when ``need_weights``, the weights (B, H, Lq, Lk)."""
+        cross-attention, from x for self-attention (:meth:`project`; in decoding, ``kv_cache`` holds
+        them). Returns (B, Lq, D) and, when ``need_weights``, the weights (B, H, Lq, Lk)."""
         q, k, v = self.project(x, memory, kv_cache)
         out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal, self.dropout, need_weights, self.scale)
         return self.out_proj(merge_heads(out)), weights  # (B, H, Lq, Dv) -> (B, Lq, H·Dv) -> (B, Lq, D)

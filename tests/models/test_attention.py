@@ -14,7 +14,8 @@ from minitrans.models.attention import (
 )
 from minitrans.models.fast.transformer import make_fast
 
-# the notes module, and the same made fast (PyTorch's fused kernel wherever no weights are asked for)
+# the notes module, and the same made fast (here PyTorch's fused kernel, as no weights are asked
+# for and autograd records)
 MODELS = {"notes": lambda module: module, "fast": make_fast}
 
 

@@ -235,14 +235,18 @@ def test_the_notes_model_computes_attention_written_out(relative: str):
     written out (``scaled_dot_product_attention`` of models/attention.py); the fused kernel is
     the fast room's."""
     tree = ast.parse((PACKAGE / relative).read_text(encoding="utf-8"))
-    calls = [
-        ast.unparse(node.func)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("scaled_dot_product_attention", "multi_head_attention_forward")
+    torch_attention = ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention")
+    used = [
+        ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in torch_attention
     ]
-    assert calls == [], f"{relative} calls PyTorch's attention: {calls}"
+    used += [
+        f"from {node.module} import {alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch")
+        for alias in node.names
+        if alias.name in torch_attention
+    ]
+    assert used == [], f"{relative} uses PyTorch's attention: {used}"
 
 
 DEVELOPMENT = PACKAGE.parent / "docs" / "development.md"

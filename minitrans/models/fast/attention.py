@@ -27,7 +27,9 @@ def fused_attention(
 ) -> Tensor:
     """The notes' :func:`~minitrans.models.attention.scaled_dot_product_attention` through
     PyTorch's fused kernel, which computes softmax(QKᵀ · scale)V without materialising the
-    weights (nanoGPT's ``if self.flash:``); (B, H, Lq, Dk) ... -> (B, H, Lq, Dv).
+    weights where it has a kernel for the case (on the CPU, none with dropout: it falls back to
+    a slower path that builds them); nanoGPT's ``if self.flash:``. (B, H, Lq, Dk) ... ->
+    (B, H, Lq, Dv).
 
     PyTorch's kernels disagree on fully masked rows, so those rows are zeroed here to keep
     the project's convention; it costs one reduction over the mask, not over the scores.
@@ -74,9 +76,10 @@ class FastMultiHeadAttention(MultiHeadAttention):
     ) -> tuple[Tensor, Tensor | None]:
         """The heads' attention, (B, H, Lq, Dk) ... -> (B, H, Lq, Dv) and the weights when asked
         for (the packed encoder calls it on heads it projected itself)."""
-        if need_weights or not (self.use_fused and fused_kernel_pays(self, q.shape[-2], q.device)):
-            return scaled_dot_product_attention(q, k, v, mask, is_causal, self.dropout, need_weights, self.scale)
-        return fused_attention(q, k, v, mask, is_causal, self.dropout.p if self.training else 0.0, self.scale), None
+        fused = not need_weights and self.use_fused and fused_kernel_pays(self, q.shape[-2], q.device)
+        if fused:
+            return fused_attention(q, k, v, mask, is_causal, self.dropout.p if self.training else 0.0, self.scale), None
+        return scaled_dot_product_attention(q, k, v, mask, is_causal, self.dropout, need_weights, self.scale)
 
     def _beams_over_one_source(self, x: Tensor, mask: Tensor | None, need_weights: bool, kv_cache: dict):
         rows, sentences = x.shape[0], kv_cache["k"].shape[0]

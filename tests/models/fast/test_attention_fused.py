@@ -235,25 +235,27 @@ def test_module_dropout_acts_in_training_only_and_defaults_to_none():
 
 
 def test_the_fused_kernel_serves_exactly_where_it_has_what_is_asked(monkeypatch):
-    """The notes model: never (the formula written out). The fast model: fused unless the weights
-    are wanted, and on the CPU also written out in training with dropout (PyTorch's CPU kernel
-    has none) and for a decoding step's few queries without autograd."""
+    """The fast model: fused unless the weights are wanted, and on the CPU also written out in
+    training with dropout (PyTorch's CPU kernel has none) and for a decoding step's few queries
+    without autograd. Where the kernel pays (a GPU), training hands it the dropout rate."""
     import minitrans.models.fast.attention as attention
 
     calls = []
     real = attention.fused_attention
     monkeypatch.setattr(attention, "fused_attention", lambda *a: calls.append(a[5]) or real(*a))  # a[5]: dropout_p
     x = torch.randn(1, 4, 16)
-    notes = {("eval", False): [], ("eval", True): [], ("train", False): [], ("train", True): []}
-    fast = {("eval", False): [0.0], ("eval", True): [], ("train", False): [], ("train", True): []}
-    for attn, expected in (
-        (MultiHeadAttention(16, 4, 4, dropout=0.2), notes),
-        (make_fast(MultiHeadAttention(16, 4, 4, dropout=0.2)), fast),
-    ):
+    attn = make_fast(MultiHeadAttention(16, 4, 4, dropout=0.2))
+
+    def check(expected: dict) -> None:
         for (mode, need_weights), fused_calls in expected.items():
             calls.clear()
             getattr(attn, mode)()(x, need_weights=need_weights)
-            assert calls == fused_calls, (type(attn).__name__, mode, need_weights)
+            assert calls == fused_calls, (mode, need_weights)
+
+    check({("eval", False): [0.0], ("eval", True): [], ("train", False): [], ("train", True): []})
+    with monkeypatch.context() as kernel_pays:
+        kernel_pays.setattr(attention, "fused_kernel_pays", lambda *a: True)
+        check({("eval", False): [0.0], ("eval", True): [], ("train", False): [0.2], ("train", True): []})
     calls.clear()
     make_fast(MultiHeadAttention(16, 4, 4, dropout=0.0)).train()(x)
     assert calls == [0.0]
