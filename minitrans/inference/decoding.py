@@ -62,11 +62,11 @@ class _Stepper:
     """
 
     def __init__(self, model: Seq2SeqModel, enc: State, src: Tensor, use_cache: bool, beam: int = 1) -> None:
-        self.model, self.use_cache, self.beam = model, use_cache, beam
+        self.model, self.use_cache = model, use_cache
         rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(beam)  # (N,)
         if use_cache:
-            cache = model.init_cache(enc)  # cross-attention keys/values: once per sentence, not per beam
-            self.state = cache if beam == 1 else model.reorder_cache(cache, rows, beam)
+            cache = model.init_cache(enc)  # one row per sentence
+            self.state = cache if beam == 1 else model.reorder_cache(cache, rows)
         else:
             self.state = torch.empty(len(rows), 0, dtype=torch.long, device=src.device)  # (N, 0) prefix
         self.enc = enc if beam == 1 else select_batch(enc, rows)
@@ -85,7 +85,7 @@ class _Stepper:
     def reorder(self, rows: Tensor, shrink: bool = False) -> None:
         """Row i continues from row ``rows[i]``; ``shrink`` when rows of finished sentences go."""
         if self.use_cache:
-            self.state = self.model.reorder_cache(self.state, rows, self.beam)
+            self.state = self.model.reorder_cache(self.state, rows)
         else:
             self.state = select_batch(self.state, rows)
         if shrink:

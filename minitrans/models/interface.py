@@ -49,12 +49,10 @@ class Seq2SeqModel(nn.Module):
         """Feed one token per sentence: tokens (B,) -> logits (B, V), new cache, maps (B, H, 1, *)."""
         raise NotImplementedError
 
-    def reorder_cache(self, cache: State, rows: Tensor, beam: int) -> State:
-        """Beam search's reorder: decoder row i continues from row ``rows[i]`` (N,). Rows come in
-        groups of ``beam``, one group per sentence still open, in their old order, and a group
-        draws only on its own sentence's old rows. A model may keep state that depends only on
-        the source once per sentence instead of once per row (the Transformer's cross-attention
-        keys and values); by default every tensor is indexed by ``rows``."""
+    def reorder_cache(self, cache: State, rows: Tensor) -> State:
+        """Beam search's reorder: decoder row i continues from row ``rows[i]`` (N,), so every
+        tensor of the cache is indexed by ``rows``. Rows come in groups, one per sentence still
+        open, in their old order, and a group draws only on its own sentence's old rows."""
         return select_batch(cache, rows)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:

@@ -187,7 +187,7 @@ def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
     enc, _ = model.encode(src)
     rows = torch.arange(3).repeat_interleave(beam)  # (N,)
     enc = select_batch(enc, rows)
-    shared = model.reorder_cache(model.init_cache(model.encode(src)[0]), rows, beam)
+    shared = model.reorder_cache(model.init_cache(model.encode(src)[0]), rows)
     copies = select_batch(model.init_cache(enc), torch.arange(len(rows)))
     assert shared[0]["cross"]["k"].shape[0] == 3 and copies[0]["cross"]["k"].shape[0] == 9
     for reorder in [torch.tensor([2, 0, 0, 3, 5, 4, 8, 8, 6]), torch.tensor([0, 1, 2, 6, 6, 7])]:
@@ -196,7 +196,7 @@ def test_beams_sharing_one_sentences_cross_keys_step_as_if_each_had_its_own():
         want, copies, want_maps = model.step(enc, tokens, copies, need_weights=True)
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(got_maps["cross"][-1], want_maps["cross"][-1], atol=1e-5, rtol=1e-5)
-        shared = model.reorder_cache(shared, reorder, beam)  # the second reorder drops sentence 1
+        shared = model.reorder_cache(shared, reorder)  # the second reorder drops sentence 1
         copies, enc, rows = select_batch(copies, reorder), select_batch(enc, reorder), reorder
     assert shared[0]["cross"]["k"].shape[0] == 2
     tokens = torch.randint(4, 40, (len(rows),))
@@ -240,8 +240,7 @@ def test_reorder_cache_composes_with_steps_in_any_order(grad, padded, size):
                 for got_map, want_map in zip(got_maps["cross"], want_maps["cross"]):
                     torch.testing.assert_close(got_map, want_map, atol=1e-5, rtol=1e-5)
             else:
-                step_beam = 1 if len(rows) == 3 and len(reorder) == 3 else beam
-                shared = model.reorder_cache(shared, reorder, step_beam)
+                shared = model.reorder_cache(shared, reorder)
                 copies, enc, rows = select_batch(copies, reorder), select_batch(enc, reorder), reorder
         assert shared[0]["cross"]["k"].shape[0] == 2  # one per sentence left, shared by its beams
 

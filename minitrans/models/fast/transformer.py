@@ -77,17 +77,20 @@ class FastTransformer(Transformer):
         enc = {"memory": memory if packed is None else packed.unpack(memory), "src_mask": src_mask}  # (B, S, D)
         return enc, ({"enc_self": maps} if need_weights else {})
 
-    def reorder_cache(self, cache: State, rows: Tensor, beam: int) -> State:
+    def reorder_cache(self, cache: State, rows: Tensor) -> State:
         """Self-attention keys and values follow ``rows``; the cross-attention keys and values
         stay one per sentence (a sentence's beams share them, FastMultiHeadAttention) and change
-        only when sentences drop out: then the first row of each group names its sentence's old
-        group."""
-        sentences = len(rows) // beam
-        kept = None if sentences == cache[0]["cross"]["k"].shape[0] else rows[::beam] // beam  # (n,)
+        only when sentences drop out. Every sentence has as many rows as the others (one before
+        the beams open, then K each), so old row r is sentence r // (rows per sentence), and the
+        groups of ``rows`` name the sentences that stay, in their order."""
+        cross_rows, self_rows = cache[0]["cross"]["k"].shape[0], cache[0]["self"]["k"].shape[0]
+        kept = (rows // (self_rows // cross_rows)).unique_consecutive()  # (n,) the old sentences kept
         return [
             {
                 "self": select_batch(layer["self"], rows),  # (N, H, t, Dk|Dv)
-                "cross": layer["cross"] if kept is None else select_batch(layer["cross"], kept),  # (n, H, S, Dk|Dv)
+                "cross": layer["cross"]
+                if len(kept) == cross_rows
+                else select_batch(layer["cross"], kept),  # (n, H, S, Dk|Dv)
             }
             for layer in cache
         ]
